@@ -1,0 +1,1 @@
+"""Audio output: sample conversion and containers."""

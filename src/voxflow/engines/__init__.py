@@ -1,0 +1,1 @@
+"""Synthesis engines: the Engine protocol, the Piper engine and the voice registry."""

@@ -1,0 +1,156 @@
+"""espeak-ng phonemization (through piper-tts) with a map from phonemes back to words of the text.
+
+espeak-ng phonemizes whole clauses and freely merges or splits words ("e.g." becomes "for example",
+"1999" becomes three words), so a phoneme cannot be traced to its word by counting spaces. Instead each
+word of the text is also phonemized on its own (tens of microseconds a word), and the concatenation of
+those is aligned to the sentence's phoneme string with a longest-matching-block diff. Every phoneme then
+belongs to exactly one word, the words' phoneme ranges are contiguous and in text order, and a word that
+espeak dropped gets an empty range where it stood.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from piper.phonemize_espeak import EspeakPhonemizer
+
+# espeak-ng keeps its voice and buffers in process-global C state: calls from two threads (or two
+# engines) must never interleave, whatever object issued them.
+_ESPEAK_LOCK = threading.Lock()
+
+_TOKEN = re.compile(r"\S+")
+_EDGE_PUNCT = "\"'()[]{}<>«»“”‘’,;:!?.…—–-"
+_NON_PHONE = set(" ,.;:!?-'\"()…—–")
+
+
+@dataclass(frozen=True)
+class TextWord:
+    """A whitespace-delimited word of the text, without surrounding punctuation."""
+
+    word: str
+    char_start: int
+    char_end: int
+
+
+@dataclass(frozen=True)
+class Phonemized:
+    """Phonemes of a text and, for each word, the half-open range of phonemes it produced."""
+
+    phonemes: tuple[str, ...]
+    words: tuple[TextWord, ...]
+    word_phonemes: tuple[tuple[int, int], ...]
+
+
+class Phonemizer:
+    """Thread-safe espeak-ng phonemizer for one espeak voice (e.g. ``en-us``)."""
+
+    def __init__(
+        self, espeak_voice: str, vowel_clusters: set[tuple[str, ...]] | None = None
+    ) -> None:
+        self._voice = espeak_voice
+        self._vowel_clusters = vowel_clusters
+        with _ESPEAK_LOCK:
+            self._espeak = EspeakPhonemizer()
+
+    def phonemes(self, text: str) -> list[str]:
+        """Phonemes of ``text``, sentences joined by a space (one utterance, one text stage)."""
+        with _ESPEAK_LOCK:
+            sentences: list[list[str]] = self._espeak.phonemize(
+                self._voice, text, vowel_clusters=self._vowel_clusters
+            )
+        flat: list[str] = []
+        for sentence in sentences:
+            if not sentence:
+                continue
+            if flat and flat[-1] != " ":
+                flat.append(" ")
+            flat.extend(sentence)
+        while flat and flat[-1] == " ":
+            flat.pop()
+        return flat
+
+    def phonemize(self, text: str) -> Phonemized:
+        """Phonemes of ``text`` plus each word's phoneme range."""
+        phonemes = self.phonemes(text)
+        words = text_words(text)
+        word_phonemes = [self.phonemes(w.word) for w in words]
+        ranges = align_words(phonemes, word_phonemes)
+        return Phonemized(tuple(phonemes), tuple(words), tuple(ranges))
+
+
+def text_words(text: str) -> list[TextWord]:
+    """Whitespace-delimited tokens with edge punctuation stripped; pure punctuation is dropped."""
+    words: list[TextWord] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        left = len(token) - len(token.lstrip(_EDGE_PUNCT))
+        stripped = token.strip(_EDGE_PUNCT)
+        if not stripped:
+            continue
+        # Keep a final period that belongs to the word ("U.S.", "p.m."), not one that ends a sentence.
+        end = left + len(stripped)
+        if token[end:end + 1] == "." and "." in stripped:
+            stripped += "."
+        start = match.start() + left
+        words.append(TextWord(stripped, start, start + len(stripped)))
+    return words
+
+
+def _phone_chars(phonemes: Sequence[str]) -> tuple[str, list[int]]:
+    """The phoneme string without spaces, punctuation and stress marks, and each char's source index."""
+    chars: list[str] = []
+    index: list[int] = []
+    for i, phoneme in enumerate(phonemes):
+        for char in unicodedata.normalize("NFD", phoneme):
+            if char in _NON_PHONE or char in "ˈˌ":
+                continue
+            chars.append(char)
+            index.append(i)
+    return "".join(chars), index
+
+
+def align_words(
+    phonemes: Sequence[str], word_phonemes: Sequence[Sequence[str]]
+) -> list[tuple[int, int]]:
+    """For each word, the half-open range of ``phonemes`` it produced (contiguous, in order)."""
+    if not word_phonemes:
+        return []
+    full, full_index = _phone_chars(phonemes)
+    reference_parts = [_phone_chars(p)[0] for p in word_phonemes]
+    reference = "".join(reference_parts)
+    owner_of_ref: list[int] = []
+    for word, part in enumerate(reference_parts):
+        owner_of_ref.extend([word] * len(part))
+
+    owner: list[int | None] = [None] * len(full)
+    matcher = SequenceMatcher(None, reference, full, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            owner[block.b + k] = owner_of_ref[block.a + k]
+
+    # Unmatched phonemes go to the word before them (or the first word); then make owners
+    # non-decreasing so that every word owns one contiguous run.
+    last = 0
+    resolved: list[int] = []
+    for who in owner:
+        current = last if who is None else max(who, last)
+        resolved.append(current)
+        last = current
+
+    ranges: list[tuple[int, int]] = []
+    cursor = 0
+    for word in range(len(word_phonemes)):
+        indices = [full_index[i] for i, who in enumerate(resolved) if who == word]
+        if indices:
+            start = max(cursor, indices[0])
+            end = max(start, indices[-1] + 1)
+        else:
+            start = end = cursor
+        ranges.append((start, end))
+        cursor = end
+    return ranges

@@ -1,0 +1,250 @@
+"""Piper (VITS) engine with sub-sentence acoustic streaming.
+
+At load time the voice's single ONNX graph is split in memory into a text stage and an acoustic stage
+(``voxflow.engines.graph_split``). ``prepare`` phonemizes, runs the text stage once and draws the prior
+noise, leaving the latent frames ``z_p`` in the ``Utterance``. ``render`` runs the acoustic stage
+(flow + HiFi-GAN, convolutional in time) on one window of frames, padded on both sides with
+``overlap_frames`` of context that is computed and thrown away. With enough context a window's samples
+equal those of a whole-utterance run (the tests hold the relative error below 1e-3), so the first
+audio costs one text stage plus one small window, whatever the length of the sentence.
+
+Audio is the model's raw output, clipped to [-1, 1]: no per-sentence peak normalization (Piper's
+default), so loudness stays constant across the segments of a stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from piper.config import PhonemeType, PiperConfig
+
+from voxflow.engines.base import (
+    FloatArray,
+    Utterance,
+    VoiceInfo,
+    VoiceSettings,
+    WordSpan,
+)
+from voxflow.engines.graph_split import (
+    DP_NOISE,
+    SPEAKER_INPUT,
+    Y_MASK,
+    Z_P,
+    split_piper_model,
+)
+from voxflow.engines.phonemize import Phonemizer
+from voxflow.engines.registry import VoiceRegistry
+
+log = logging.getLogger(__name__)
+
+_BOS, _EOS, _PAD = "^", "$", "_"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How the engine runs ONNX Runtime and cuts windows."""
+
+    intra_op_threads: int = 1
+    # Context frames on each side of a window. 24 keeps the streamed/whole relative error near 1e-5
+    # for the bundled voice; 16 is at ~1e-3 (see tests/engines/test_piper.py).
+    overlap_frames: int = 24
+
+    def __post_init__(self) -> None:
+        if self.intra_op_threads < 1:
+            raise ValueError("intra_op_threads must be >= 1")
+        if self.overlap_frames < 0:
+            raise ValueError("overlap_frames must be >= 0")
+
+
+class LoadedVoice:
+    """One voice's config, phonemizer and the two ONNX Runtime sessions."""
+
+    def __init__(self, info: VoiceInfo, settings: EngineSettings) -> None:
+        self.info = info
+        with open(info.config_path, encoding="utf-8") as file:
+            raw: dict[str, Any] = json.load(file)
+        self.config = PiperConfig.from_dict(raw)
+        if self.config.phoneme_type != PhonemeType.ESPEAK:
+            raise ValueError(
+                f"voice {info.name}: phoneme type {self.config.phoneme_type.value!r} is not "
+                "supported (espeak voices only)"
+            )
+        self.phonemizer = Phonemizer(self.config.espeak_voice, self.config.vowel_clusters)
+        split = split_piper_model(onnx.load(str(info.model_path)))
+        self.latent_channels = split.latent_channels
+        self.has_speaker_input = split.has_speaker_input
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = settings.intra_op_threads
+        options.inter_op_num_threads = 1
+        # Spinning workers burn a core while idle, which starves the other streams' windows.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        providers = ["CPUExecutionProvider"]
+        self.text_stage = ort.InferenceSession(split.text_stage, options, providers=providers)
+        self.acoustic_stage = ort.InferenceSession(
+            split.acoustic_stage, options, providers=providers
+        )
+
+    def speaker_id(self, requested: int | None) -> int | None:
+        if self.config.num_speakers <= 1:
+            if requested not in (None, 0):
+                raise ValueError(f"voice {self.info.name} has a single speaker")
+            return None
+        speaker = self.config.default_speaker_id if requested is None else requested
+        if not 0 <= speaker < self.config.num_speakers:
+            raise ValueError(
+                f"speaker_id {speaker} out of range for voice {self.info.name} "
+                f"({self.config.num_speakers} speakers)"
+            )
+        return speaker
+
+
+class PiperEngine:
+    """The ``Engine`` for Piper voices. Thread-safe: ONNX Runtime sessions may run concurrently."""
+
+    def __init__(self, registry: VoiceRegistry, settings: EngineSettings | None = None) -> None:
+        self._registry = registry
+        self._settings = settings or EngineSettings()
+        self._loaded: dict[str, LoadedVoice] = {}
+        self._load_lock = threading.Lock()
+
+    @property
+    def settings(self) -> EngineSettings:
+        return self._settings
+
+    def voices(self) -> list[VoiceInfo]:
+        return self._registry.list()
+
+    def voice_info(self, voice: str) -> VoiceInfo:
+        return self._registry.get(voice)
+
+    def load(self, voice: str) -> LoadedVoice:
+        """Load (once) and return a voice; raises ``VoiceNotFoundError`` for unknown names."""
+        info = self._registry.get(voice)
+        loaded = self._loaded.get(info.name)
+        if loaded is not None and loaded.info == info:
+            return loaded
+        with self._load_lock:
+            loaded = self._loaded.get(info.name)
+            if loaded is None or loaded.info != info:
+                log.info("loading voice %s from %s", info.name, info.model_path)
+                loaded = LoadedVoice(info, self._settings)
+                self._loaded[info.name] = loaded
+            return loaded
+
+    def prepare(self, text: str, voice: str, settings: VoiceSettings) -> Utterance:
+        loaded = self.load(voice)
+        config = loaded.config
+        speaker = loaded.speaker_id(settings.speaker_id)
+        phonemized = loaded.phonemizer.phonemize(text)
+        phonemes, ids, id_owner = _phoneme_ids(phonemized.phonemes, config)
+        rng = np.random.default_rng(settings.seed)
+        channels = loaded.latent_channels
+        if not phonemized.phonemes:
+            return Utterance(
+                text=text,
+                voice=loaded.info.name,
+                sample_rate=config.sample_rate,
+                samples_per_frame=config.hop_length,
+                latents=np.zeros((channels, 0), dtype=np.float32),
+                phonemes=(),
+                phoneme_frames=np.zeros(0, dtype=np.int64),
+                words=(),
+                speaker_id=speaker,
+            )
+
+        noise_scale = config.noise_scale if settings.noise_scale is None else settings.noise_scale
+        noise_w = config.noise_w_scale if settings.noise_w is None else settings.noise_w
+        length_scale = config.length_scale / settings.speed
+        feeds: dict[str, Any] = {
+            "input": np.array([ids], dtype=np.int64),
+            "input_lengths": np.array([len(ids)], dtype=np.int64),
+            "scales": np.array([noise_scale, length_scale, noise_w], dtype=np.float32),
+            DP_NOISE: rng.standard_normal((1, 2, len(ids)), dtype=np.float32),
+        }
+        if loaded.has_speaker_input:
+            feeds[SPEAKER_INPUT] = np.array([speaker or 0], dtype=np.int64)
+        m_p, logs_p, durations = loaded.text_stage.run(None, feeds)
+        prior_noise = rng.standard_normal(m_p.shape[1:], dtype=np.float32)
+        latents = (m_p[0] + prior_noise * np.exp(logs_p[0]) * np.float32(noise_scale)).astype(
+            np.float32
+        )
+
+        id_frames = durations.reshape(-1).astype(np.int64)
+        phoneme_frames = np.bincount(id_owner, weights=id_frames, minlength=len(phonemes)).astype(
+            np.int64
+        )
+        # phonemes[0] is BOS, so text phoneme k is entry k + 1.
+        frame_edges = np.concatenate([[0], np.cumsum(phoneme_frames)])
+        words = tuple(
+            WordSpan(
+                word=w.word,
+                char_start=w.char_start,
+                char_end=w.char_end,
+                start_frame=int(frame_edges[start + 1]),
+                end_frame=int(frame_edges[end + 1]),
+            )
+            for w, (start, end) in zip(phonemized.words, phonemized.word_phonemes, strict=True)
+        )
+        return Utterance(
+            text=text,
+            voice=loaded.info.name,
+            sample_rate=config.sample_rate,
+            samples_per_frame=config.hop_length,
+            latents=latents,
+            phonemes=phonemes,
+            phoneme_frames=phoneme_frames,
+            words=words,
+            speaker_id=speaker,
+        )
+
+    def render(self, utterance: Utterance, start_frame: int, end_frame: int) -> FloatArray:
+        total = utterance.num_frames
+        if not 0 <= start_frame < end_frame <= total:
+            raise ValueError(f"window [{start_frame}, {end_frame}) outside [0, {total})")
+        loaded = self.load(utterance.voice)
+        overlap = self._settings.overlap_frames
+        lo = max(0, start_frame - overlap)
+        hi = min(total, end_frame + overlap)
+        feeds: dict[str, Any] = {
+            Z_P: np.ascontiguousarray(utterance.latents[np.newaxis, :, lo:hi]),
+            Y_MASK: np.ones((1, 1, hi - lo), dtype=np.float32),
+        }
+        if loaded.has_speaker_input:
+            feeds[SPEAKER_INPUT] = np.array([utterance.speaker_id or 0], dtype=np.int64)
+        (audio,) = loaded.acoustic_stage.run(None, feeds)
+        hop = utterance.samples_per_frame
+        window = audio.reshape(-1)[(start_frame - lo) * hop : (end_frame - lo) * hop]
+        return np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
+
+
+def _phoneme_ids(
+    phonemes: tuple[str, ...], config: PiperConfig
+) -> tuple[tuple[str, ...], list[int], np.ndarray[Any, np.dtype[np.int64]]]:
+    """Piper's id sequence (BOS, each phoneme + PAD, EOS) and, per id, its entry in ``phonemes``.
+
+    The returned phonemes are ``(BOS, *known phonemes, EOS)``; unknown phonemes are dropped with a
+    warning (as Piper does), keeping an empty entry so word ranges still line up.
+    """
+    id_map = config.phoneme_id_map
+    pad = list(id_map[_PAD])
+    ids: list[int] = [*id_map[_BOS], *pad]
+    owner: list[int] = [0] * len(ids)
+    for index, phoneme in enumerate(phonemes, start=1):
+        mapped = id_map.get(phoneme)
+        if mapped is None:
+            log.warning("phoneme %r is not in the voice's id map; skipped", phoneme)
+            continue
+        ids.extend([*mapped, *pad])
+        owner.extend([index] * (len(mapped) + len(pad)))
+    eos_index = len(phonemes) + 1
+    ids.extend(id_map[_EOS])
+    owner.extend([eos_index] * len(id_map[_EOS]))
+    return (_BOS, *phonemes, _EOS), ids, np.array(owner, dtype=np.int64)
+

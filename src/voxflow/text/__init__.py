@@ -1,0 +1,1 @@
+"""Text processing: sentence boundaries and the streaming TextBuffer."""
