@@ -1,0 +1,1 @@
+"""Runtime: the deadline scheduler and its worker threads."""

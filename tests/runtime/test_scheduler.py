@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings
+from voxflow.engines.piper import PiperEngine
+from voxflow.runtime.scheduler import (
+    Drained,
+    Failed,
+    Prepared,
+    Rendered,
+    Scheduler,
+    SchedulerEvent,
+    SchedulerSettings,
+    SegmentRequest,
+)
+
+LONG = (
+    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
+    "in the distance, prepares for a long evening of music that nobody will forget."
+)
+
+
+class Recorder:
+    """A thread-safe sink that remembers events (with the stream they came from)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, SchedulerEvent]] = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def sink(self, name: str) -> object:
+        def receive(event: SchedulerEvent) -> None:
+            with self.lock:
+                self.events.append((name, event))
+            if isinstance(event, Drained):
+                self.done.set()
+
+        return receive
+
+    def of(self, name: str) -> list[SchedulerEvent]:
+        with self.lock:
+            return [e for n, e in self.events if n == name]
+
+
+@pytest.fixture
+def scheduler(engine: PiperEngine) -> Iterator[Scheduler]:
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2))
+    yield scheduler
+    scheduler.shutdown()
+
+
+def _request(text: str, tag: int, seed: int = 5) -> SegmentRequest:
+    return SegmentRequest(text, "joe", VoiceSettings(seed=seed), tag)
+
+
+def test_segments_come_out_in_order_and_match_the_whole_render(
+    scheduler: Scheduler, engine: PiperEngine
+) -> None:
+    recorder = Recorder()
+    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream.submit(_request("Hello there.", 0))
+    stream.submit(_request(LONG, 1))
+    stream.close_input()
+    assert recorder.done.wait(30)
+    events = recorder.of("a")
+    assert isinstance(events[0], Prepared) and events[0].tag == 0
+    assert isinstance(events[-1], Drained)
+    tags = [e.tag for e in events if isinstance(e, Prepared | Rendered)]
+    assert tags == sorted(tags)
+    for tag, text in ((0, "Hello there."), (1, LONG)):
+        windows = [e for e in events if isinstance(e, Rendered) and e.tag == tag]
+        assert windows[-1].last and not any(w.last for w in windows[:-1])
+        streamed = np.concatenate([w.audio for w in windows])
+        utterance = engine.prepare(text, "joe", VoiceSettings(seed=5))
+        whole = engine.render(utterance, 0, utterance.num_frames)
+        assert np.linalg.norm(streamed - whole) / np.linalg.norm(whole) < 1e-3
+
+
+def test_windows_start_small_and_grow_while_ahead(scheduler: Scheduler) -> None:
+    recorder = Recorder()
+    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream.submit(_request(LONG, 0))
+    stream.close_input()
+    assert recorder.done.wait(30)
+    sizes = [e.end_frame - e.start_frame for e in recorder.of("a") if isinstance(e, Rendered)]
+    assert sizes[0] == 16
+    assert max(sizes) >= 64
+    assert sizes[1] >= sizes[0]
+
+
+def test_a_new_streams_first_window_jumps_ahead_of_a_stream_with_audio_in_hand(
+    engine: PiperEngine,
+) -> None:
+    scheduler = Scheduler(engine, SchedulerSettings(workers=1, max_window_frames=32))
+    try:
+        recorder = Recorder()
+        busy = scheduler.open_stream(recorder.sink("busy"))  # type: ignore[arg-type]
+        busy.submit(_request(LONG * 3, 0))
+        while sum(isinstance(e, Rendered) for e in recorder.of("busy")) < 3:
+            time.sleep(0.005)
+        fresh = scheduler.open_stream(recorder.sink("fresh"))  # type: ignore[arg-type]
+        fresh.submit(_request("Hi!", 0))
+        deadline = time.monotonic() + 20
+        while not any(isinstance(e, Rendered) for e in recorder.of("fresh")):
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        with recorder.lock:
+            order = [name for name, _ in recorder.events]
+        first_fresh = order.index("fresh")
+        busy_before = order[:first_fresh].count("busy")
+        busy_until_audio = order[: order.index("fresh", first_fresh + 1) + 1].count("busy")
+        # Only the window already in flight when "fresh" arrived may finish in between.
+        assert busy_until_audio - busy_before <= 0
+        assert busy_before <= 3 + 1 + 1  # 3 seen + Prepared + the in-flight window
+        busy.cancel()
+    finally:
+        scheduler.shutdown()
+
+
+def test_no_event_after_cancel_returns(scheduler: Scheduler) -> None:
+    recorder = Recorder()
+    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream.submit(_request(LONG, 0))
+    stream.submit(_request(LONG, 1))
+    stream.close_input()
+    while not any(isinstance(e, Rendered) for e in recorder.of("a")):
+        time.sleep(0.002)
+    stream.cancel()
+    seen = len(recorder.of("a"))
+    time.sleep(0.3)
+    assert len(recorder.of("a")) == seen
+    assert not any(isinstance(e, Drained) for e in recorder.of("a"))
+    assert scheduler.stats().active_streams == 0
+
+
+class FailingEngine:
+    """The real engine, except that one text fails in the text stage."""
+
+    def __init__(self, inner: PiperEngine) -> None:
+        self.inner = inner
+
+    def voices(self) -> list[VoiceInfo]:
+        return self.inner.voices()
+
+    def voice_info(self, voice: str) -> VoiceInfo:
+        return self.inner.voice_info(voice)
+
+    def prepare(self, text: str, voice: str, settings: VoiceSettings) -> Utterance:
+        if text == "explode":
+            raise RuntimeError("text stage failed")
+        return self.inner.prepare(text, voice, settings)
+
+    def render(self, utterance: Utterance, start_frame: int, end_frame: int) -> FloatArray:
+        return self.inner.render(utterance, start_frame, end_frame)
+
+
+def test_a_failed_segment_is_reported_and_the_stream_goes_on(engine: PiperEngine) -> None:
+    scheduler = Scheduler(FailingEngine(engine), SchedulerSettings(workers=1))
+    try:
+        recorder = Recorder()
+        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream.submit(_request("explode", 0))
+        stream.submit(_request("Still here.", 1))
+        stream.close_input()
+        assert recorder.done.wait(30)
+        events = recorder.of("a")
+        failures = [e for e in events if isinstance(e, Failed)]
+        assert len(failures) == 1 and failures[0].tag == 0
+        assert "text stage failed" in str(failures[0].error)
+        assert any(isinstance(e, Rendered) and e.tag == 1 and e.last for e in events)
+    finally:
+        scheduler.shutdown()
+
+
+def test_streams_far_ahead_wait(engine: PiperEngine) -> None:
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2, max_lead_s=0.3))
+    try:
+        recorder = Recorder()
+        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        started = time.monotonic()
+        stream.submit(_request(LONG * 2, 0))
+        time.sleep(0.6)
+        elapsed = time.monotonic() - started
+        audio_s = sum(
+            len(e.audio) / 22050 for e in recorder.of("a") if isinstance(e, Rendered)
+        )
+        # Unthrottled it would have rendered ~10 s of audio by now.
+        assert audio_s <= elapsed + 0.3 + 256 * 256 / 22050
+        stream.cancel()
+    finally:
+        scheduler.shutdown()
+
+
+def test_shutdown_stops_the_worker_threads(engine: PiperEngine) -> None:
+    before = threading.active_count()
+    scheduler = Scheduler(engine, SchedulerSettings(workers=3))
+    assert threading.active_count() == before + 3
+    scheduler.shutdown()
+    assert threading.active_count() == before
+    with pytest.raises(RuntimeError, match="shut down"):
+        scheduler.open_stream(lambda event: None)
