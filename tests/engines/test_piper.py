@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -104,7 +106,7 @@ def test_bad_requests_fail_clearly(engine: PiperEngine) -> None:
         engine.render(utterance, 0, utterance.num_frames + 1)
     with pytest.raises(ValueError, match="window"):
         engine.render(utterance, 5, 5)
-    with pytest.raises(VoiceNotFoundError, match="unknown voice 'nope'.*joe"):
+    with pytest.raises(VoiceNotFoundError, match=r"unknown voice 'nope'.*joe"):
         engine.prepare("Hi.", "nope", VoiceSettings())
     with pytest.raises(ValueError, match="single speaker"):
         engine.prepare("Hi.", "joe", VoiceSettings(speaker_id=3))
@@ -117,7 +119,7 @@ def test_window_plan_starts_small_grows_and_covers_everything() -> None:
     windows = list(plan.windows(1000))
     assert windows[0] == (0, 16)
     assert windows[-1][1] == 1000
-    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
     sizes = [e - s for s, e in windows]
     assert sizes[:4] == [16, 32, 64, 128]
     assert max(sizes) <= 128 + 8

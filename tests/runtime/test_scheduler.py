@@ -187,9 +187,7 @@ def test_streams_far_ahead_wait(engine: PiperEngine) -> None:
         stream.submit(_request(LONG * 2, 0))
         time.sleep(0.6)
         elapsed = time.monotonic() - started
-        audio_s = sum(
-            len(e.audio) / 22050 for e in recorder.of("a") if isinstance(e, Rendered)
-        )
+        audio_s = sum(len(e.audio) / 22050 for e in recorder.of("a") if isinstance(e, Rendered))
         # Unthrottled it would have rendered ~10 s of audio by now.
         assert audio_s <= elapsed + 0.3 + 256 * 256 / 22050
         stream.cancel()

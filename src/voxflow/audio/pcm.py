@@ -16,7 +16,8 @@ _INT16_MAX = 32767.0
 def to_pcm16(audio: npt.NDArray[np.float32]) -> bytes:
     """Little-endian signed 16-bit samples; values outside [-1, 1] are clipped, not wrapped."""
     scaled = np.clip(audio, -1.0, 1.0) * _INT16_MAX
-    return np.rint(scaled).astype("<i2").tobytes()
+    samples: npt.NDArray[np.int16] = np.rint(scaled).astype("<i2")
+    return samples.tobytes()
 
 
 def write_wav(

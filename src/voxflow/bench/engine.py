@@ -1,0 +1,123 @@
+"""Engine-level benchmark: ``voxflow say`` figures per input, chunking strategy and render mode.
+
+Every case runs ``repeats`` times in one process after a warm-up, and reports medians, so the
+streamed/``--no-stream`` ratios compare runs taken minutes apart on the same machine state.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from voxflow.engines.base import Engine, VoiceSettings, WindowPlan
+from voxflow.say import say
+from voxflow.text.buffer import ChunkingConfig, Strategy
+
+SHORT = "Sure, I can help you with that now."
+LONG_SENTENCE = (
+    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
+    "in the distance, prepares for a long evening of music that nobody in town will forget."
+)
+MULTI_SENTENCE = (
+    "Thanks for calling the downtown clinic. Your appointment with Dr. Patel is confirmed for "
+    "Tuesday at 3:30 p.m., and the visit should take about forty minutes. Please arrive ten "
+    "minutes early so the front desk can update your insurance details. If you need to "
+    "reschedule, just tell me a day that works better and I will check what is open. We also "
+    "sent a reminder to the phone number on file, so you do not need to write anything down. "
+    "Parking is free in the garage behind the building, and the entrance is on Maple Street. "
+    "Is there anything else I can help you with today?"
+)
+INPUTS = {"short": SHORT, "long": LONG_SENTENCE, "multi": MULTI_SENTENCE}
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Medians of one (input, strategy, mode) case."""
+
+    input_name: str
+    chars: int
+    strategy: str
+    streamed: bool
+    ttfa_ms: float
+    synth_ms: float
+    audio_ms: float
+    rtf: float
+    segments: int
+    runs: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "input": self.input_name,
+            "chars": self.chars,
+            "chunking": self.strategy,
+            "mode": "stream" if self.streamed else "no-stream",
+            "ttfa_ms": round(self.ttfa_ms, 1),
+            "synth_ms": round(self.synth_ms, 1),
+            "audio_ms": round(self.audio_ms, 1),
+            "rtf": round(self.rtf, 4),
+            "segments": self.segments,
+            "runs": self.runs,
+        }
+
+
+def run_engine_bench(
+    engine: Engine,
+    voice: str,
+    repeats: int = 5,
+    inputs: dict[str, str] | None = None,
+    strategies: tuple[Strategy, ...] = tuple(Strategy),
+    progress: Callable[[str], None] | None = None,
+) -> list[CaseResult]:
+    """Run every case ``repeats`` times (seeded, so both modes render the same audio)."""
+    chosen = inputs or INPUTS
+    settings = VoiceSettings(seed=1)
+    say(engine, SHORT, voice, settings, ChunkingConfig(), WindowPlan())  # warm-up
+    results: list[CaseResult] = []
+    for name, text in chosen.items():
+        for strategy in strategies:
+            for streamed in (True, False):
+                if progress is not None:
+                    mode = "stream" if streamed else "no-stream"
+                    progress(f"{name} / {strategy.value} / {mode}")
+                runs = [
+                    say(
+                        engine,
+                        text,
+                        voice,
+                        settings,
+                        ChunkingConfig(strategy=strategy),
+                        WindowPlan() if streamed else None,
+                    ).stats
+                    for _ in range(repeats)
+                ]
+                results.append(
+                    CaseResult(
+                        input_name=name,
+                        chars=len(text),
+                        strategy=strategy.value,
+                        streamed=streamed,
+                        ttfa_ms=statistics.median(r.ttfa_ms for r in runs),
+                        synth_ms=statistics.median(r.synth_ms for r in runs),
+                        audio_ms=statistics.median(r.audio_ms for r in runs),
+                        rtf=statistics.median(r.rtf for r in runs),
+                        segments=runs[0].segments,
+                        runs=repeats,
+                    )
+                )
+    return results
+
+
+def format_table(results: list[CaseResult]) -> str:
+    """A Markdown table, ready for docs/benchmarks.md."""
+    lines = [
+        "| input | chars | chunking | mode | segments | TTFA ms | synth ms | audio ms | RTF |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        mode = "stream" if r.streamed else "no-stream"
+        lines.append(
+            f"| {r.input_name} | {r.chars} | {r.strategy} | {mode} | {r.segments} | "
+            f"{r.ttfa_ms:.1f} | {r.synth_ms:.1f} | {r.audio_ms:.1f} | {r.rtf:.3f} |"
+        )
+    return "\n".join(lines)

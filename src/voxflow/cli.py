@@ -1,0 +1,207 @@
+"""The ``voxflow`` command line: say, voices, chunks, serve."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from voxflow.audio.pcm import write_wav
+from voxflow.bench.engine import format_table, run_engine_bench
+from voxflow.config import ServerSettings
+from voxflow.engines.base import VoiceNotFoundError, VoiceSettings, WindowPlan
+from voxflow.engines.piper import EngineSettings, PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.say import say
+from voxflow.text.buffer import ChunkingConfig, Strategy, TextBuffer
+
+log = logging.getLogger("voxflow")
+
+
+def _schedule(value: str) -> tuple[int, ...]:
+    try:
+        entries = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"schedule must be comma-separated integers: {value}"
+        ) from (error)
+    if not entries:
+        raise argparse.ArgumentTypeError("schedule must have at least one entry")
+    return entries
+
+
+def _add_chunking_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--chunking",
+        choices=[s.value for s in Strategy],
+        default=Strategy.ADAPTIVE.value,
+        help="segmentation strategy (default: adaptive)",
+    )
+    parser.add_argument("--schedule", type=_schedule, help="chunk length schedule, e.g. 50,120,200")
+    parser.add_argument("--auto", action="store_true", help="auto mode: emit at every sentence")
+    parser.add_argument("--max-chars", type=int, help="hard cap on a segment's length")
+
+
+def _chunking(args: argparse.Namespace) -> ChunkingConfig:
+    options: dict[str, object] = {
+        "strategy": Strategy(args.chunking),
+        "chunk_length_schedule": args.schedule,
+        "auto_mode": args.auto,
+    }
+    if args.max_chars is not None:
+        options["max_chars"] = args.max_chars
+    return ChunkingConfig(**options)  # type: ignore[arg-type]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voxflow", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    parser.add_argument("--voices-dir", type=Path, help="directory of extra Piper voices")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    say_cmd = commands.add_parser("say", help="synthesize text to a WAV file")
+    say_cmd.add_argument("text", help="text to speak, or - to read it from stdin")
+    say_cmd.add_argument("-o", "--output", required=True, help="WAV file to write (- for stdout)")
+    say_cmd.add_argument("--voice", help="voice name (default: the bundled voice)")
+    say_cmd.add_argument("--speed", type=float, default=1.0, help="speaking rate, 1.0 = normal")
+    say_cmd.add_argument("--seed", type=int, help="seed for reproducible output")
+    say_cmd.add_argument("--speaker", type=int, help="speaker id of a multi-speaker voice")
+    say_cmd.add_argument(
+        "--no-stream", action="store_true", help="render each segment in one run, not windows"
+    )
+    say_cmd.add_argument("--stats", action="store_true", help="print timing figures as JSON")
+    _add_chunking_options(say_cmd)
+
+    commands.add_parser("voices", help="list the available voices")
+
+    chunks_cmd = commands.add_parser("chunks", help="print the segments of text read from stdin")
+    _add_chunking_options(chunks_cmd)
+
+    bench_cmd = commands.add_parser(
+        "bench-engine", help="engine-level TTFA/RTF per input, chunking strategy and render mode"
+    )
+    bench_cmd.add_argument("--voice", help="voice name (default: the bundled voice)")
+    bench_cmd.add_argument("--repeats", type=int, default=5, help="runs per case (median)")
+    bench_cmd.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
+    bench_cmd.add_argument("--json", type=Path, help="also write the results as JSON here")
+
+    serve_cmd = commands.add_parser("serve", help="run the server")
+    serve_cmd.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve_cmd.add_argument("--port", type=int, help="port (default 8000)")
+    serve_cmd.add_argument("--workers", type=int, help="synthesis threads (default: one per core)")
+    serve_cmd.add_argument("--default-voice", help="voice used when a request names none")
+    serve_cmd.add_argument(
+        "--idle-flush", type=float, dest="idle_flush_s", help="flush text idle this many seconds"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        registry = VoiceRegistry(args.voices_dir)
+        if args.command == "say":
+            return _say(args, registry, sys.stdout)
+        if args.command == "voices":
+            return _voices(registry, sys.stdout)
+        if args.command == "chunks":
+            return _chunks(args, sys.stdin, sys.stdout)
+        if args.command == "bench-engine":
+            return _bench_engine(args, registry, sys.stdout)
+        return _serve(args)
+    except (ValueError, FileNotFoundError, VoiceNotFoundError) as error:
+        print(f"voxflow: error: {error}", file=sys.stderr)  # noqa: T201 - CLI output
+        return 2
+
+
+def _say(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    engine = PiperEngine(registry, EngineSettings())
+    voice = args.voice or registry.default_voice
+    settings = VoiceSettings(speed=args.speed, seed=args.seed, speaker_id=args.speaker)
+    engine.load(voice)  # model loading is set-up, not synthesis: keep it out of the timings
+    result = say(
+        engine,
+        text,
+        voice,
+        settings,
+        _chunking(args),
+        plan=None if args.no_stream else WindowPlan(),
+    )
+    if args.output == "-":
+        write_wav(sys.stdout.buffer, result.sample_rate, [result.audio])
+        sys.stdout.buffer.flush()
+        out = sys.stderr
+    else:
+        write_wav(Path(args.output), result.sample_rate, [result.audio])
+    if args.stats:
+        print(json.dumps(result.stats.as_dict()), file=out)
+    return 0
+
+
+def _voices(registry: VoiceRegistry, out: TextIO) -> int:
+    rows = [("NAME", "LANGUAGE", "RATE", "SOURCE")]
+    rows += [(v.name, v.language, str(v.sample_rate), v.source) for v in registry.list()]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print(line.rstrip(), file=out)
+    return 0
+
+
+def _chunks(args: argparse.Namespace, source: TextIO, out: TextIO) -> int:
+    buffer = TextBuffer(_chunking(args))
+    for segment in [*buffer.feed(source.read()), *buffer.flush()]:
+        print(segment.text.replace("\n", " "), file=out)
+    return 0
+
+
+def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
+    if args.repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    engine = PiperEngine(registry, EngineSettings(intra_op_threads=args.threads))
+    voice = args.voice or registry.default_voice
+    engine.load(voice)
+
+    def progress(case: str) -> None:
+        print(f"  running {case} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+    results = run_engine_bench(engine, voice, repeats=args.repeats, progress=progress)
+    print(format_table(results), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps([r.as_dict() for r in results], indent=2) + "\n")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    # The server stack is imported only when serving: it doubles the start-up time of the CLI.
+    import uvicorn  # noqa: PLC0415
+
+    from voxflow.server.app import create_app  # noqa: PLC0415
+
+    settings = ServerSettings.from_env(
+        os.environ,
+        host=args.host,
+        port=args.port,
+        voices_dir=args.voices_dir,
+        workers=args.workers,
+        default_voice=args.default_voice,
+        idle_flush_s=args.idle_flush_s,
+    )
+    logging.getLogger("voxflow").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

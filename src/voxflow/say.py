@@ -1,0 +1,125 @@
+"""One-shot synthesis of a whole text, as ``voxflow say`` does it, with timing figures.
+
+The text goes through the same TextBuffer as a streaming session (so ``--chunking`` compares the
+strategies), then each segment is prepared and rendered in growing windows, or in one run per
+segment
+with ``streaming=False`` (the sentence-level baseline: same segments, same seed, same audio).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from voxflow.engines.base import Engine, FloatArray, VoiceSettings, WindowPlan
+from voxflow.text.buffer import ChunkingConfig, Segment, TextBuffer
+
+
+@dataclass(frozen=True)
+class SayStats:
+    """Timings of one synthesis; ``ttfa_ms`` runs from the start (segmentation and phonemization
+    included) to the first rendered audio."""
+
+    ttfa_ms: float
+    synth_ms: float
+    audio_ms: float
+    rtf: float
+    segments: int
+    chunks: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "ttfa_ms": round(self.ttfa_ms, 2),
+            "synth_ms": round(self.synth_ms, 2),
+            "audio_ms": round(self.audio_ms, 2),
+            "rtf": round(self.rtf, 4),
+            "segments": self.segments,
+            "chunks": self.chunks,
+        }
+
+
+@dataclass(frozen=True)
+class SayResult:
+    sample_rate: int
+    audio: FloatArray
+    segments: tuple[Segment, ...]
+    stats: SayStats
+
+
+def segment_text(text: str, chunking: ChunkingConfig) -> list[Segment]:
+    """All segments of a complete text, as a session would produce them."""
+    buffer = TextBuffer(chunking)
+    return [*buffer.feed(text), *buffer.flush()]
+
+
+def render_segments(
+    engine: Engine,
+    segments: list[Segment],
+    voice: str,
+    settings: VoiceSettings,
+    plan: WindowPlan | None,
+) -> Iterator[tuple[int, FloatArray]]:
+    """(sample rate, chunk) in playback order; ``plan=None`` renders each segment in one run.
+
+    Each segment gets its own seed derived from ``settings.seed`` so that a seeded run is
+    reproducible whatever the window plan.
+    """
+    for index, segment in enumerate(segments):
+        seed = None if settings.seed is None else settings.seed + index
+        segment_settings = VoiceSettings(
+            speed=settings.speed,
+            noise_scale=settings.noise_scale,
+            noise_w=settings.noise_w,
+            seed=seed,
+            speaker_id=settings.speaker_id,
+        )
+        utterance = engine.prepare(segment.text, voice, segment_settings)
+        if utterance.num_frames == 0:
+            continue
+        windows = (
+            [(0, utterance.num_frames)] if plan is None else plan.windows(utterance.num_frames)
+        )
+        for start, end in windows:
+            yield utterance.sample_rate, engine.render(utterance, start, end)
+
+
+def say(
+    engine: Engine,
+    text: str,
+    voice: str,
+    settings: VoiceSettings,
+    chunking: ChunkingConfig,
+    plan: WindowPlan | None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SayResult:
+    """Synthesize ``text`` completely and measure it (see ``SayStats``)."""
+    started = clock()
+    segments = segment_text(text, chunking)
+    if not segments:
+        raise ValueError("nothing to say: the text is empty")
+    first_audio: float | None = None
+    chunks: list[FloatArray] = []
+    sample_rate = engine.voice_info(voice).sample_rate
+    for rate, chunk in render_segments(engine, segments, voice, settings, plan):
+        if first_audio is None:
+            first_audio = clock()
+        sample_rate = rate
+        chunks.append(chunk)
+    finished = clock()
+    if first_audio is None:
+        raise ValueError("nothing to say: the text has no pronounceable words")
+    audio = np.concatenate(chunks).astype(np.float32, copy=False)
+    audio_ms = 1000.0 * len(audio) / sample_rate
+    synth_ms = 1000.0 * (finished - started)
+    stats = SayStats(
+        ttfa_ms=1000.0 * (first_audio - started),
+        synth_ms=synth_ms,
+        audio_ms=audio_ms,
+        rtf=synth_ms / audio_ms,
+        segments=len(segments),
+        chunks=len(chunks),
+    )
+    return SayResult(sample_rate, audio, tuple(segments), stats)

@@ -1,0 +1,1 @@
+"""The HTTP/WebSocket server: app factory, lifespan, health and metrics."""

@@ -1,0 +1,84 @@
+"""The app factory: builds the services in the lifespan and mounts every transport."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, WebSocket
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from voxflow import __version__
+from voxflow.config import ServerSettings
+from voxflow.server.services import Services
+from voxflow.transports import openai_http
+from voxflow.transports.native_ws import serve_native
+
+
+def _services(request: Request | WebSocket) -> Services:
+    services: Services | None = getattr(request.app.state, "services", None)
+    if services is None:
+        raise RuntimeError("the server is still starting")
+    return services
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Loading the voice takes a second of CPU: keep it off the event loop.
+        services = await asyncio.to_thread(Services.build, settings)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            app.state.services = None
+            await asyncio.to_thread(services.shutdown)
+
+    app = FastAPI(title="voxflow", version=__version__, lifespan=lifespan)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        services = getattr(request.app.state, "services", None)
+        if services is None:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ready", "default_voice": services.default_voice})
+
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        return Response(
+            _services(request).metrics.render(),
+            media_type="text/plain; version=0.0.4; charset=utf-8",
+        )
+
+    @app.get("/v1/voices")
+    async def voices(request: Request) -> dict[str, Any]:
+        services = _services(request)
+        return {
+            "voices": [
+                {
+                    "name": v.name,
+                    "language": v.language,
+                    "sample_rate": v.sample_rate,
+                    "source": v.source,
+                    "speakers": list(v.speakers),
+                    "default": v.name == services.default_voice,
+                }
+                for v in services.registry.list()
+            ]
+        }
+
+    @app.post("/v1/audio/speech")
+    async def speech(body: openai_http.SpeechRequest, request: Request) -> StreamingResponse:
+        return await openai_http.speech(body, _services(request))
+
+    @app.websocket("/v1/stream")
+    async def stream(websocket: WebSocket) -> None:
+        await serve_native(websocket, _services(websocket))
+
+    return app

@@ -1,0 +1,69 @@
+"""Prometheus metrics, one registry per app (no process-global registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from voxflow.runtime.scheduler import SchedulerStats
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
+
+
+class _SchedulerCollector(Collector):
+    """Reads the scheduler's counters at scrape time rather than mirroring them."""
+
+    def __init__(self, stats: Callable[[], SchedulerStats]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._stats()
+        yield GaugeMetricFamily(
+            "voxflow_queue_depth", "Streams waiting for a worker", value=stats.ready_streams
+        )
+        yield GaugeMetricFamily(
+            "voxflow_busy_workers", "Workers running a job", value=stats.busy_workers
+        )
+        yield CounterMetricFamily(
+            "voxflow_jobs", "Synthesis jobs run (text stage and windows)", value=stats.jobs_run
+        )
+        yield CounterMetricFamily(
+            "voxflow_deadline_misses",
+            "Windows finished after their stream's playback deadline",
+            value=stats.deadline_misses,
+        )
+
+
+class ServerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.ttfa = Histogram(
+            "voxflow_ttfa_seconds",
+            "Time from a context's first text to its first audio",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.chunk_gap = Histogram(
+            "voxflow_chunk_gap_seconds",
+            "Time between consecutive audio chunks of a context",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.cancel_latency = Histogram(
+            "voxflow_cancel_latency_seconds",
+            "Time from a cancel message to the cancelled event",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.active_contexts = Gauge(
+            "voxflow_active_contexts", "Contexts with synthesis under way", registry=self.registry
+        )
+
+    def watch_scheduler(self, stats: Callable[[], SchedulerStats]) -> None:
+        self.registry.register(_SchedulerCollector(stats))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

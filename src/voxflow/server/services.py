@@ -1,0 +1,55 @@
+"""What the app factory builds once and hands to every transport (no globals, no singletons)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from voxflow.config import ServerSettings
+from voxflow.engines.piper import EngineSettings, PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.server.metrics import ServerMetrics
+from voxflow.session.session import Session, SessionConfig
+from voxflow.text.buffer import ChunkingConfig
+from voxflow.transports.driver import SessionDriver
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: ServerSettings
+    registry: VoiceRegistry
+    engine: PiperEngine
+    scheduler: Scheduler
+    metrics: ServerMetrics
+    default_voice: str
+
+    @classmethod
+    def build(cls, settings: ServerSettings) -> Services:
+        """Find voices, load the default one and start the workers (blocking: call off-loop)."""
+        registry = VoiceRegistry(settings.voices_dir)
+        default_voice = registry.get(settings.default_voice or registry.default_voice).name
+        engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
+        engine.load(default_voice)
+        scheduler = Scheduler(engine, SchedulerSettings(workers=settings.worker_threads))
+        metrics = ServerMetrics()
+        metrics.watch_scheduler(scheduler.stats)
+        return cls(settings, registry, engine, scheduler, metrics, default_voice)
+
+    def session_config(self) -> SessionConfig:
+        return SessionConfig(
+            default_voice=self.default_voice,
+            default_format=self.settings.default_format,
+            chunking=ChunkingConfig(idle_flush_s=self.settings.idle_flush_s),
+            max_contexts=self.settings.max_contexts_per_connection,
+            max_message_chars=self.settings.max_message_chars,
+        )
+
+    def new_driver(self, config: SessionConfig | None = None) -> SessionDriver:
+        """A session and its driver for one connection (call on the event loop)."""
+        session = Session(config or self.session_config(), self.registry.get)
+        return SessionDriver(
+            session, self.scheduler, self.metrics, queue_size=self.settings.outbound_queue
+        )
+
+    def shutdown(self) -> None:
+        self.scheduler.shutdown()

@@ -1,0 +1,97 @@
+"""Typed values that leave the session core: events for the client, commands for the runtime.
+
+Transports turn events into their wire format; the driver carries commands out to the scheduler.
+Nothing here knows about JSON, sockets or threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from voxflow.runtime.scheduler import SegmentRequest
+
+
+@dataclass(frozen=True)
+class WordTiming:
+    """A spoken word: times in the context's audio, characters in the text the client sent."""
+
+    word: str
+    start_ms: float
+    end_ms: float
+    char_start: int
+    char_end: int
+
+
+@dataclass(frozen=True)
+class ContextMetrics:
+    ttfa_ms: float | None
+    audio_ms: float
+    synth_ms: float
+    rtf: float | None
+    chunks: int
+    deadline_misses: int
+
+
+@dataclass(frozen=True)
+class AudioOut:
+    context_id: str
+    seq: int
+    offset_ms: float
+    duration_ms: float
+    data: bytes = field(repr=False)  # encoded in the context's output format
+
+
+@dataclass(frozen=True)
+class TimestampsOut:
+    context_id: str
+    words: tuple[WordTiming, ...]
+
+
+@dataclass(frozen=True)
+class DoneOut:
+    context_id: str
+    metrics: ContextMetrics
+
+
+@dataclass(frozen=True)
+class CancelledOut:
+    context_id: str
+    spoken_text: str
+    played_ms: float
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class ErrorOut:
+    context_id: str | None
+    code: str
+    message: str
+    retryable: bool = False
+
+
+ClientEvent = AudioOut | TimestampsOut | DoneOut | CancelledOut | ErrorOut
+
+
+@dataclass(frozen=True)
+class OpenStream:
+    serial: int
+
+
+@dataclass(frozen=True)
+class SubmitSegment:
+    serial: int
+    request: SegmentRequest
+
+
+@dataclass(frozen=True)
+class CloseStream:
+    serial: int
+
+
+@dataclass(frozen=True)
+class CancelStream:
+    serial: int
+
+
+RuntimeCommand = OpenStream | SubmitSegment | CloseStream | CancelStream
+Output = ClientEvent | RuntimeCommand

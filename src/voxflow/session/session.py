@@ -1,0 +1,283 @@
+"""The sans-I/O session: one client connection's contexts, as a state machine.
+
+Calls come in (``start``, ``text``, ``flush``, ``end``, ``cancel`` from the client;
+``synthesis_event``
+from the runtime; ``poll`` from a timer) and outputs pile up in order, to be taken with ``drain()``:
+client events (``AudioOut``, ``TimestampsOut``, ``DoneOut``, ``CancelledOut``, ``ErrorOut``) and
+runtime commands (``OpenStream``, ``SubmitSegment``, ``CloseStream``, ``CancelStream``). The session
+does no I/O, starts no threads and reads no clock: ``now`` is passed in.
+
+Guarantees the transports rely on:
+
+* after ``CancelledOut`` for a context, no ``AudioOut`` of that context is ever output (results of
+its
+  stream are recognised by the stream's serial and dropped);
+* bad input (unknown context, voice or format, text too long, text after ``end``) produces an
+  ``ErrorOut`` and changes nothing else;
+* a context id is free for reuse as soon as its ``DoneOut`` or ``CancelledOut`` is output.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
+from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
+from voxflow.runtime.scheduler import (
+    Drained,
+    Failed,
+    Prepared,
+    Rendered,
+    SchedulerEvent,
+    SegmentRequest,
+)
+from voxflow.session.context import Context, ContextOptions, ContextState
+from voxflow.session.events import (
+    CancelledOut,
+    CancelStream,
+    CloseStream,
+    DoneOut,
+    ErrorOut,
+    OpenStream,
+    Output,
+    SubmitSegment,
+)
+from voxflow.text.buffer import ChunkingConfig
+
+DEFAULT_CONTEXT = "default"
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    default_voice: str
+    default_format: str = "pcm_24000"
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    max_contexts: int = 16
+    max_message_chars: int = 10_000
+    max_buffered_chars: int = 50_000
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """What a client may set when it opens a context; ``None`` means the session default."""
+
+    voice: str | None = None
+    output_format: str | None = None
+    settings: VoiceSettings = field(default_factory=VoiceSettings)
+    chunk_length_schedule: tuple[int, ...] | None = None
+    auto_mode: bool | None = None
+
+
+class SessionError(Exception):
+    """A client mistake, reported as an ``ErrorOut`` with this code."""
+
+    def __init__(self, code: str, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+
+
+VoiceLookup = Callable[[str], VoiceInfo]
+
+
+class Session:
+    def __init__(self, config: SessionConfig, voices: VoiceLookup) -> None:
+        self._config = config
+        self._voices = voices
+        self._contexts: dict[str, Context] = {}
+        self._by_serial: dict[int, Context] = {}
+        self._serials = itertools.count(1)
+        self._outputs: list[Output] = []
+        self.closed = False
+
+    # -- client calls ------------------------------------------------------------------------------
+
+    def start(self, context_id: str | None, options: StartOptions, now: float) -> None:
+        cid = context_id or DEFAULT_CONTEXT
+        with self._errors(cid):
+            if cid in self._contexts:
+                raise SessionError("context_exists", f"context {cid!r} is already open")
+            self._open(cid, options, now)
+
+    def text(self, context_id: str | None, text: str, now: float) -> None:
+        cid = context_id or DEFAULT_CONTEXT
+        with self._errors(cid):
+            if len(text) > self._config.max_message_chars:
+                raise SessionError(
+                    "text_too_long",
+                    f"a text message may hold at most {self._config.max_message_chars} "
+                    f"characters, got {len(text)}",
+                )
+            context = self._contexts.get(cid) or self._open(cid, StartOptions(), now)
+            if context.state is not ContextState.OPEN:
+                raise SessionError("context_ending", f"context {cid!r} has ended; no more text")
+            if len(context.buffer.buffered) + len(text) > self._config.max_buffered_chars:
+                raise SessionError(
+                    "text_too_long",
+                    f"context {cid!r} would buffer more than {self._config.max_buffered_chars} "
+                    "characters; send flush or end first",
+                    retryable=True,
+                )
+            self._submit(context, context.add_text(text, now))
+
+    def flush(self, context_id: str | None, now: float) -> None:
+        cid = context_id or DEFAULT_CONTEXT
+        with self._errors(cid):
+            context = self._get(cid)
+            if context.state is ContextState.OPEN:
+                self._submit(context, context.flush())
+
+    def end(self, context_id: str | None, now: float) -> None:
+        cid = context_id or DEFAULT_CONTEXT
+        with self._errors(cid):
+            context = self._get(cid)
+            if context.state is ContextState.ENDING:
+                return
+            self._submit(context, context.flush())
+            context.state = ContextState.ENDING
+            self._outputs.append(CloseStream(context.serial))
+
+    def cancel(
+        self, context_id: str | None, played_ms: float | None, now: float, received_at: float
+    ) -> None:
+        cid = context_id or DEFAULT_CONTEXT
+        with self._errors(cid):
+            if played_ms is not None and played_ms < 0:
+                raise SessionError("invalid_message", "played_ms must be >= 0")
+            context = self._get(cid)
+            self._forget(context)
+            self._outputs.append(CancelStream(context.serial))
+            heard_ms = context.audio_ms if played_ms is None else min(played_ms, context.audio_ms)
+            self._outputs.append(
+                CancelledOut(
+                    cid,
+                    spoken_text=context.spoken_text(heard_ms),
+                    played_ms=heard_ms,
+                    latency_ms=max(0.0, 1000.0 * (now - received_at)),
+                )
+            )
+
+    def error(self, context_id: str | None, code: str, message: str) -> None:
+        """Report a transport-level problem (malformed JSON, unknown type) in order."""
+        self._outputs.append(ErrorOut(context_id, code, message))
+
+    def close(self) -> None:
+        """The client is gone: stop every context's work."""
+        for context in list(self._contexts.values()):
+            self._forget(context)
+            self._outputs.append(CancelStream(context.serial))
+        self.closed = True
+
+    # -- runtime calls -----------------------------------------------------------------------------
+
+    def synthesis_event(self, serial: int, event: SchedulerEvent, now: float) -> None:
+        context = self._by_serial.get(serial)
+        if context is None:
+            return  # cancelled or closed: its late results are dropped here
+        if isinstance(event, Prepared):
+            timestamps = context.prepared(event)
+            if timestamps is not None:
+                self._outputs.append(timestamps)
+        elif isinstance(event, Rendered):
+            self._outputs.extend(context.rendered(event, now))
+        elif isinstance(event, Failed):
+            context.segment_failed(event.tag)
+            self._outputs.append(
+                ErrorOut(context.id, "synthesis_failed", f"synthesis failed: {event.error}", True)
+            )
+        elif isinstance(event, Drained):
+            self._forget(context)
+            self._outputs.append(DoneOut(context.id, context.metrics()))
+
+    def poll(self, now: float) -> None:
+        """Idle flush for contexts whose text has waited long enough."""
+        for context in list(self._contexts.values()):
+            if context.state is ContextState.OPEN:
+                self._submit(context, context.poll(now))
+
+    def next_deadline(self) -> float | None:
+        deadlines = [
+            d for c in self._contexts.values() if (d := c.buffer.idle_deadline()) is not None
+        ]
+        return min(deadlines, default=None)
+
+    def drain(self) -> list[Output]:
+        outputs, self._outputs = self._outputs, []
+        return outputs
+
+    @property
+    def open_contexts(self) -> int:
+        return len(self._contexts)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _open(self, cid: str, options: StartOptions, now: float) -> Context:
+        if len(self._contexts) >= self._config.max_contexts:
+            raise SessionError(
+                "too_many_contexts",
+                f"at most {self._config.max_contexts} contexts may be open at once",
+                retryable=True,
+            )
+        voice_name = options.voice or self._config.default_voice
+        try:
+            voice = self._voices(voice_name)
+        except VoiceNotFoundError as error:
+            raise SessionError("unknown_voice", str(error)) from error
+        try:
+            fmt = parse_output_format(options.output_format or self._config.default_format)
+        except UnsupportedFormatError as error:
+            raise SessionError("unsupported_format", str(error)) from error
+        chunking = self._config.chunking
+        try:
+            if options.chunk_length_schedule is not None:
+                chunking = replace(chunking, chunk_length_schedule=options.chunk_length_schedule)
+            if options.auto_mode is not None:
+                chunking = replace(chunking, auto_mode=options.auto_mode)
+        except ValueError as error:
+            raise SessionError("invalid_message", str(error)) from error
+        context = Context(
+            cid,
+            next(self._serials),
+            ContextOptions(voice.name, fmt, options.settings, chunking, voice.sample_rate),
+            now,
+        )
+        self._contexts[cid] = context
+        self._by_serial[context.serial] = context
+        self._outputs.append(OpenStream(context.serial))
+        return context
+
+    def _get(self, cid: str) -> Context:
+        context = self._contexts.get(cid)
+        if context is None:
+            raise SessionError("unknown_context", f"no open context {cid!r}")
+        return context
+
+    def _forget(self, context: Context) -> None:
+        self._contexts.pop(context.id, None)
+        self._by_serial.pop(context.serial, None)
+
+    def _submit(self, context: Context, requests: list[SegmentRequest]) -> None:
+        self._outputs.extend(SubmitSegment(context.serial, request) for request in requests)
+
+    def _errors(self, cid: str) -> _ErrorCatcher:
+        return _ErrorCatcher(self._outputs, cid)
+
+
+class _ErrorCatcher:
+    """Turns a ``SessionError`` raised inside a client call into an ``ErrorOut``."""
+
+    def __init__(self, outputs: list[Output], cid: str) -> None:
+        self._outputs = outputs
+        self._cid = cid
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
+        if isinstance(exc, SessionError):
+            self._outputs.append(ErrorOut(self._cid, exc.code, exc.message, exc.retryable))
+            return True
+        return False

@@ -1,0 +1,1 @@
+"""Transports: thin translations between wire protocols and the session core."""

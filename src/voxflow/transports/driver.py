@@ -1,0 +1,183 @@
+"""The asyncio adapter around one ``Session``: runs its commands, carries its events out.
+
+Every transport connection owns one driver. The driver
+
+* executes the session's runtime commands against the shared ``Scheduler`` (open, submit, close,
+  cancel a stream);
+* brings scheduler results from worker threads onto the event loop (``call_soon_threadsafe``) and
+  feeds them to the session;
+* puts client events on a bounded queue that the transport's writer drains; when the queue is full
+the
+  client is not reading, and the driver marks itself ``stalled`` so the transport can close it;
+* runs the idle-flush timer.
+
+It never runs inference and never blocks the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+
+from voxflow.runtime.scheduler import Drained, Scheduler, SchedulerEvent, StreamHandle
+from voxflow.server.metrics import ServerMetrics
+from voxflow.session.events import (
+    AudioOut,
+    CancelledOut,
+    CancelStream,
+    ClientEvent,
+    CloseStream,
+    DoneOut,
+    OpenStream,
+    SubmitSegment,
+    TimestampsOut,
+)
+from voxflow.session.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    """A bounded FIFO of client events that can drop a cancelled context's queued audio."""
+
+    def __init__(self, size: int) -> None:
+        self._items: deque[ClientEvent] = deque()
+        self._size = size
+        self._ready = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, event: ClientEvent) -> bool:
+        """Queue ``event``; False (and nothing queued) when full."""
+        if len(self._items) >= self._size:
+            return False
+        self._items.append(event)
+        self._ready.set()
+        return True
+
+    def purge(self, context_id: str) -> None:
+        """Drop queued audio and timestamps of ``context_id``: its client will never play them."""
+        self._items = deque(
+            e
+            for e in self._items
+            if not (isinstance(e, AudioOut | TimestampsOut) and e.context_id == context_id)
+        )
+
+    async def get(self) -> ClientEvent:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+
+class SessionDriver:
+    def __init__(
+        self,
+        session: Session,
+        scheduler: Scheduler,
+        metrics: ServerMetrics,
+        queue_size: int = 512,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session = session
+        self._scheduler = scheduler
+        self._metrics = metrics
+        self._clock = clock
+        self._loop = asyncio.get_running_loop()
+        self._streams: dict[int, StreamHandle] = {}
+        self._last_audio: dict[str, float] = {}
+        self.outbound = Outbox(queue_size)
+        self.stalled = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._timer = asyncio.create_task(self._idle_flush_loop(), name="voxflow-idle-flush")
+        self._closed = False
+
+    def now(self) -> float:
+        return self._clock()
+
+    def dispatch(self) -> None:
+        """Carry out everything the session has output since the last call."""
+        for output in self.session.drain():
+            if isinstance(output, OpenStream):
+                serial = output.serial
+                self._streams[serial] = self._scheduler.open_stream(self._sink(serial))
+                self._metrics.active_contexts.inc()
+            elif isinstance(output, SubmitSegment):
+                self._streams[output.serial].submit(output.request)
+            elif isinstance(output, CloseStream):
+                self._streams[output.serial].close_input()
+            elif isinstance(output, CancelStream):
+                stream = self._streams.pop(output.serial, None)
+                if stream is not None:
+                    stream.cancel()
+                    self._metrics.active_contexts.dec()
+            else:
+                self._emit(output)
+        self._wake.set()
+
+    def _emit(self, event: ClientEvent) -> None:
+        now = self._clock()
+        if isinstance(event, AudioOut):
+            last = self._last_audio.get(event.context_id)
+            if last is not None:
+                self._metrics.chunk_gap.observe(now - last)
+            self._last_audio[event.context_id] = now
+        elif isinstance(event, DoneOut | CancelledOut):
+            self._last_audio.pop(event.context_id, None)
+            if isinstance(event, DoneOut) and event.metrics.ttfa_ms is not None:
+                self._metrics.ttfa.observe(event.metrics.ttfa_ms / 1000.0)
+            if isinstance(event, CancelledOut):
+                self._metrics.cancel_latency.observe(event.latency_ms / 1000.0)
+                # Audio still queued for a cancelled context would only delay `cancelled`.
+                self.outbound.purge(event.context_id)
+        if self.stalled.is_set():
+            return
+        if not self.outbound.put(event):
+            log.warning("client is not reading; %d events queued", len(self.outbound))
+            self.stalled.set()
+
+    def _sink(self, serial: int) -> Callable[[SchedulerEvent], None]:
+        def deliver(event: SchedulerEvent) -> None:
+            self._loop.call_soon_threadsafe(self._on_synthesis, serial, event)
+
+        return deliver
+
+    def _on_synthesis(self, serial: int, event: SchedulerEvent) -> None:
+        if self._closed:
+            return
+        if isinstance(event, Drained) and self._streams.pop(serial, None) is not None:
+            # The scheduler forgot the stream when it drained; so do we.
+            self._metrics.active_contexts.dec()
+        self.session.synthesis_event(serial, event, self._clock())
+        self.dispatch()
+
+    async def _idle_flush_loop(self) -> None:
+        while True:
+            deadline = self.session.next_deadline()
+            self._wake.clear()
+            timeout = None if deadline is None else max(0.0, deadline - self._clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            if deadline is not None and self._clock() >= deadline:
+                self.session.poll(self._clock())
+                self.dispatch()
+
+    def error(self, context_id: str | None, code: str, message: str) -> None:
+        self.session.error(context_id, code, message)
+        self.dispatch()
+
+    async def close(self) -> None:
+        """Stop all of this client's work (idempotent)."""
+        if self._closed:
+            return
+        self.session.close()
+        self.dispatch()
+        self._closed = True
+        self._timer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._timer

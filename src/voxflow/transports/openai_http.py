@@ -1,0 +1,147 @@
+"""OpenAI-compatible ``POST /v1/audio/speech``: one context per request, audio streamed as rendered.
+
+``response_format``: ``pcm`` (headerless 24 kHz s16le mono, as OpenAI's) or ``wav`` (the same audio
+behind a WAV header whose sizes are left open, so it can be written before the length is known).
+Compressed formats answer 400 until an encoder lands. ``stream_format=sse`` wraps the audio in
+``speech.audio.delta`` events and ends with ``speech.audio.done``. OpenAI's voice names are accepted
+and mapped to the default voice so clients that whitelist them work unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from fastapi import HTTPException
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
+from voxflow.server.services import Services
+from voxflow.session.events import AudioOut, DoneOut, ErrorOut
+from voxflow.session.session import StartOptions
+from voxflow.transports.driver import SessionDriver
+
+OPENAI_VOICES = (
+    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
+    "marin", "cedar",
+)  # fmt: skip
+COMPRESSED_FORMATS = ("mp3", "opus", "aac", "flac")
+OPENAI_SAMPLE_RATE = 24000
+_CONTEXT = "speech"
+
+
+class SpeechRequest(BaseModel):
+    model: str = "voxflow"
+    input: str = Field(min_length=1)
+    voice: str = "alloy"
+    response_format: str = "mp3"
+    speed: float = Field(default=1.0, ge=0.25, le=4.0)
+    stream_format: Literal["audio", "sse"] = "audio"
+    instructions: str | None = None  # accepted, not used: Piper voices take no instructions
+
+
+def wav_header(sample_rate: int) -> bytes:
+    """A 16-bit mono WAV header with open-ended sizes (0xFFFFFFFF), for streaming."""
+    open_size = 0xFFFFFFFF
+    return (
+        b"RIFF"
+        + struct.pack("<I", open_size)
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
+        + b"data"
+        + struct.pack("<I", open_size)
+    )
+
+
+def resolve_voice(services: Services, name: str) -> str:
+    try:
+        return services.registry.get(name).name
+    except VoiceNotFoundError as error:
+        if name.lower() in OPENAI_VOICES:
+            return services.default_voice
+        raise HTTPException(400, f"{error}; OpenAI voice names are accepted too") from error
+
+
+async def speech(request: SpeechRequest, services: Services) -> StreamingResponse:
+    fmt = request.response_format.lower()
+    if fmt in COMPRESSED_FORMATS:
+        raise HTTPException(
+            400,
+            f"response_format {fmt!r} is not supported yet; use 'pcm' (24 kHz s16le) or 'wav'",
+        )
+    if fmt not in ("pcm", "wav"):
+        raise HTTPException(400, f"unknown response_format {fmt!r}; use 'pcm' or 'wav'")
+    if len(request.input) > services.settings.max_message_chars:
+        raise HTTPException(
+            400, f"input is longer than {services.settings.max_message_chars} characters"
+        )
+    voice = resolve_voice(services, request.voice)
+    driver = services.new_driver()
+    now = driver.now()
+    driver.session.start(
+        _CONTEXT,
+        StartOptions(
+            voice=voice,
+            output_format=f"pcm_{OPENAI_SAMPLE_RATE}",
+            settings=VoiceSettings(speed=request.speed),
+        ),
+        now,
+    )
+    driver.session.text(_CONTEXT, request.input, now)
+    driver.session.end(_CONTEXT, now)
+    driver.dispatch()
+
+    if request.stream_format == "sse":
+        body = _sse(driver, request.input)
+        media_type = "text/event-stream"
+    else:
+        body = _audio(driver, fmt == "wav")
+        media_type = "audio/wav" if fmt == "wav" else "audio/pcm"
+    return StreamingResponse(body, media_type=media_type, headers={"Cache-Control": "no-store"})
+
+
+async def _events(driver: SessionDriver) -> AsyncIterator[AudioOut]:
+    """The request's audio, ending at ``done``; stops the synthesis if the client goes away."""
+    try:
+        while True:
+            event = await driver.outbound.get()
+            if isinstance(event, AudioOut):
+                yield event
+            elif isinstance(event, DoneOut):
+                return
+            elif isinstance(event, ErrorOut):
+                # Headers are already sent: the honest signal left is a truncated body.
+                raise RuntimeError(f"synthesis failed: {event.message}")
+    finally:
+        await driver.close()
+
+
+async def _audio(driver: SessionDriver, wav: bool) -> AsyncIterator[bytes]:
+    if wav:
+        yield wav_header(OPENAI_SAMPLE_RATE)
+    async for event in _events(driver):
+        yield event.data
+
+
+async def _sse(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
+    samples = 0
+    async for event in _events(driver):
+        samples += len(event.data) // 2
+        payload = {"type": "speech.audio.delta", "audio": base64.b64encode(event.data).decode()}
+        yield f"data: {json.dumps(payload)}\n\n".encode()
+    # Token counts are estimates (OpenAI bills tokens; we have characters and samples).
+    input_tokens = max(1, len(text) // 4)
+    output_tokens = max(1, samples // 1000)
+    done = {
+        "type": "speech.audio.done",
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+        },
+    }
+    yield f"data: {json.dumps(done)}\n\n".encode()
