@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from voxflow.audio.pcm import write_wav
-from voxflow.bench.engine import format_table, run_engine_bench
+from voxflow.bench.engine import format_table, run_engine_bench, summary
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings, WindowPlan
 from voxflow.engines.piper import EngineSettings, PiperEngine
@@ -177,9 +177,12 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
         print(f"  running {case} ...", file=sys.stderr)  # noqa: T201 - CLI output
 
     results = run_engine_bench(engine, voice, repeats=args.repeats, progress=progress)
+    goals = summary(results)
     print(format_table(results), file=out)
+    print(json.dumps({k: round(v, 3) for k, v in goals.items()}), file=out)
     if args.json is not None:
-        args.json.write_text(json.dumps([r.as_dict() for r in results], indent=2) + "\n")
+        payload = {"cases": [r.as_dict() for r in results], "summary": goals}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""Server settings: one frozen object, built once (CLI flags or ``VOXFLOW_*`` variables), passed
-in."""
+"""Server settings: one frozen object, built once (CLI flags or ``VOXFLOW_*`` variables) and
+passed in."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The text goes through the same TextBuffer as a streaming session (so ``--chunking`` compares the
 strategies), then each segment is prepared and rendered in growing windows, or in one run per
-segment
-with ``streaming=False`` (the sentence-level baseline: same segments, same seed, same audio).
+segment with ``streaming=False`` (the sentence-level baseline: same segments, same seed, same
+audio).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def render_segments(
     Each segment gets its own seed derived from ``settings.seed`` so that a seeded run is
     reproducible whatever the window plan.
     """
+    rendered = 0
     for index, segment in enumerate(segments):
         seed = None if settings.seed is None else settings.seed + index
         segment_settings = VoiceSettings(
@@ -80,10 +81,13 @@ def render_segments(
         if utterance.num_frames == 0:
             continue
         windows = (
-            [(0, utterance.num_frames)] if plan is None else plan.windows(utterance.num_frames)
+            [(0, utterance.num_frames)]
+            if plan is None
+            else plan.windows(utterance.num_frames, rendered_before=rendered)
         )
         for start, end in windows:
             yield utterance.sample_rate, engine.render(utterance, start, end)
+        rendered += utterance.num_frames
 
 
 def say(

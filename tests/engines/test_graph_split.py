@@ -24,11 +24,14 @@ def _session(data: bytes | str) -> ort.InferenceSession:
 def test_stages_have_the_expected_interfaces(model: onnx.ModelProto) -> None:
     split = split_piper_model(model)
     text = _session(split.text_stage)
-    acoustic = _session(split.acoustic_stage)
+    flow = _session(split.flow_stage)
+    decoder = _session(split.decoder_stage)
     assert [i.name for i in text.get_inputs()] == ["input", "input_lengths", "scales", "dp_noise"]
     assert [o.name for o in text.get_outputs()] == ["m_p", "logs_p", "durations"]
-    assert [i.name for i in acoustic.get_inputs()] == ["z_p", "y_mask"]
-    assert [o.name for o in acoustic.get_outputs()] == ["output"]
+    assert [i.name for i in flow.get_inputs()] == ["z_p", "y_mask"]
+    assert [o.name for o in flow.get_outputs()] == ["z"]
+    assert [i.name for i in decoder.get_inputs()] == ["z"]
+    assert [o.name for o in decoder.get_outputs()] == ["output"]
     assert split.latent_channels == 192
     assert not split.has_speaker_input
 
@@ -56,9 +59,10 @@ def test_split_stages_reproduce_the_original_graph_without_noise(
     noise = np.random.default_rng(0).standard_normal((1, 2, len(ids)), dtype=np.float32)
     m_p, _logs_p, durations = _session(split.text_stage).run(None, {**feeds, "dp_noise": noise})
     assert int(durations.sum()) == m_p.shape[2]
-    (audio,) = _session(split.acoustic_stage).run(
+    (z,) = _session(split.flow_stage).run(
         None, {"z_p": m_p, "y_mask": np.ones((1, 1, m_p.shape[2]), dtype=np.float32)}
     )
+    (audio,) = _session(split.decoder_stage).run(None, {"z": z})
     assert audio.shape == expected.shape
     np.testing.assert_allclose(audio, expected, atol=1e-4)
 

@@ -19,29 +19,49 @@ def _relative_error(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+def _whole_and_streamed(
+    engine: PiperEngine, text: str, plan: WindowPlan, seed: int = 7
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """One whole-utterance render and one windowed render, from two separately prepared (but
+    identical, same seed) utterances so that no flow output is shared between them."""
+    whole_utterance = engine.prepare(text, "joe", VoiceSettings(seed=seed))
+    whole = engine.render(whole_utterance, 0, whole_utterance.num_frames)
+    utterance = engine.prepare(text, "joe", VoiceSettings(seed=seed))
+    np.testing.assert_array_equal(utterance.latents, whole_utterance.latents)
+    windows = list(plan.windows(utterance.num_frames))
+    streamed = np.concatenate([engine.render(utterance, s, e) for s, e in windows])
+    return whole, streamed, len(windows)
+
+
 @pytest.mark.parametrize(
     "plan",
-    [WindowPlan(), WindowPlan(first_frames=5, growth=1.0, max_frames=5), WindowPlan(40, 3.0, 300)],
+    [
+        WindowPlan(),
+        WindowPlan(first_frames=5, growth=0.0, max_frames=5),
+        WindowPlan(40, 3.0, 300),
+    ],
 )
 def test_streamed_windows_equal_the_whole_utterance(engine: PiperEngine, plan: WindowPlan) -> None:
-    utterance = engine.prepare(LONG, "joe", VoiceSettings(seed=7))
-    whole = engine.render(utterance, 0, utterance.num_frames)
-    windows = list(plan.windows(utterance.num_frames))
-    assert len(windows) > 1
-    streamed = np.concatenate([engine.render(utterance, s, e) for s, e in windows])
-    assert streamed.shape == whole.shape == (utterance.num_samples,)
+    whole, streamed, windows = _whole_and_streamed(engine, LONG, plan)
+    assert windows > 1
+    assert streamed.shape == whole.shape
     assert _relative_error(streamed, whole) < 1e-3
 
 
-def test_too_little_overlap_breaks_equality(registry: VoiceRegistry) -> None:
+@pytest.mark.parametrize(
+    "settings",
+    [
+        EngineSettings(decoder_overlap_frames=2, flow_overlap_frames=24),
+        EngineSettings(decoder_overlap_frames=10, flow_overlap_frames=0, flow_chunk_frames=1),
+    ],
+)
+def test_too_little_overlap_in_either_stage_breaks_equality(
+    registry: VoiceRegistry, settings: EngineSettings
+) -> None:
     # Guards the test above: it must be the overlap, not luck, that makes windows match.
-    engine = PiperEngine(registry, EngineSettings(overlap_frames=2))
-    utterance = engine.prepare(LONG, "joe", VoiceSettings(seed=7))
-    whole = engine.render(utterance, 0, utterance.num_frames)
-    plan = WindowPlan(first_frames=10, growth=1.0, max_frames=10)
-    streamed = np.concatenate(
-        [engine.render(utterance, s, e) for s, e in plan.windows(utterance.num_frames)]
-    )
+    engine = PiperEngine(registry, settings)
+    plan = WindowPlan(first_frames=10, growth=0.0, max_frames=10)
+    whole, streamed, _ = _whole_and_streamed(engine, LONG, plan)
     assert _relative_error(streamed, whole) > 1e-2
 
 
@@ -114,14 +134,30 @@ def test_bad_requests_fail_clearly(engine: PiperEngine) -> None:
         VoiceSettings(speed=0.0)
 
 
-def test_window_plan_starts_small_grows_and_covers_everything() -> None:
-    plan = WindowPlan(first_frames=16, growth=2.0, max_frames=128)
-    windows = list(plan.windows(1000))
+def test_window_plan_starts_small_grows_with_what_was_rendered_and_covers_everything() -> None:
+    plan = WindowPlan(first_frames=16, growth=4.0, max_frames=500)
+    windows = list(plan.windows(3000))
     assert windows[0] == (0, 16)
-    assert windows[-1][1] == 1000
+    assert windows[-1][1] == 3000
     assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
     sizes = [e - s for s, e in windows]
-    assert sizes[:4] == [16, 32, 64, 128]
-    assert max(sizes) <= 128 + 8
+    # Each window is at most `growth` times what was rendered before it, and at most max_frames.
+    assert sizes[:4] == [16, 64, 320, 500]
+    assert all(size <= 500 for size in sizes)
     assert list(plan.windows(0)) == []
     assert list(plan.windows(20)) == [(0, 20)]  # a 4-frame tail is folded into the first window
+    assert list(plan.windows(100)) == [(0, 16), (16, 100)]  # 20 left after 64: folded
+    # With audio of earlier segments in hand, the first window need not be small.
+    assert list(plan.windows(300, rendered_before=50)) == [(0, 300)]
+    assert next(iter(plan.windows(900, rendered_before=50))) == (0, 200)
+
+
+def test_flow_cache_serves_out_of_order_windows_exactly(engine: PiperEngine) -> None:
+    utterance = engine.prepare(LONG, "joe", VoiceSettings(seed=9))
+    whole = engine.render(utterance, 0, utterance.num_frames)
+    fresh = engine.prepare(LONG, "joe", VoiceSettings(seed=9))
+    hop = fresh.samples_per_frame
+    late = engine.render(fresh, 300, 340)  # far ahead of anything rendered before
+    early = engine.render(fresh, 0, 16)
+    assert _relative_error(late, whole[300 * hop : 340 * hop]) < 1e-3
+    assert _relative_error(early, whole[: 16 * hop]) < 1e-3

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from voxflow.engines.base import Engine, VoiceSettings, WindowPlan
-from voxflow.say import say
+from voxflow.say import SayStats, say
 from voxflow.text.buffer import ChunkingConfig, Strategy
 
 SHORT = "Sure, I can help you with that now."
@@ -61,6 +61,23 @@ class CaseResult:
         }
 
 
+def _median_case(
+    name: str, text: str, strategy: Strategy, streamed: bool, runs: list[SayStats]
+) -> CaseResult:
+    return CaseResult(
+        input_name=name,
+        chars=len(text),
+        strategy=strategy.value,
+        streamed=streamed,
+        ttfa_ms=statistics.median(r.ttfa_ms for r in runs),
+        synth_ms=statistics.median(r.synth_ms for r in runs),
+        audio_ms=statistics.median(r.audio_ms for r in runs),
+        rtf=statistics.median(r.rtf for r in runs),
+        segments=runs[0].segments,
+        runs=len(runs),
+    )
+
+
 def run_engine_bench(
     engine: Engine,
     voice: str,
@@ -69,55 +86,63 @@ def run_engine_bench(
     strategies: tuple[Strategy, ...] = tuple(Strategy),
     progress: Callable[[str], None] | None = None,
 ) -> list[CaseResult]:
-    """Run every case ``repeats`` times (seeded, so both modes render the same audio)."""
+    """Run every case ``repeats`` times (seeded, so both modes render the same audio).
+
+    The streamed and ``--no-stream`` runs of a case alternate, so drift in the machine's speed
+    hits both alike and their ratio stays meaningful.
+    """
     chosen = inputs or INPUTS
     settings = VoiceSettings(seed=1)
     say(engine, SHORT, voice, settings, ChunkingConfig(), WindowPlan())  # warm-up
     results: list[CaseResult] = []
     for name, text in chosen.items():
         for strategy in strategies:
-            for streamed in (True, False):
-                if progress is not None:
-                    mode = "stream" if streamed else "no-stream"
-                    progress(f"{name} / {strategy.value} / {mode}")
-                runs = [
-                    say(
-                        engine,
-                        text,
-                        voice,
-                        settings,
-                        ChunkingConfig(strategy=strategy),
-                        WindowPlan() if streamed else None,
-                    ).stats
-                    for _ in range(repeats)
-                ]
-                results.append(
-                    CaseResult(
-                        input_name=name,
-                        chars=len(text),
-                        strategy=strategy.value,
-                        streamed=streamed,
-                        ttfa_ms=statistics.median(r.ttfa_ms for r in runs),
-                        synth_ms=statistics.median(r.synth_ms for r in runs),
-                        audio_ms=statistics.median(r.audio_ms for r in runs),
-                        rtf=statistics.median(r.rtf for r in runs),
-                        segments=runs[0].segments,
-                        runs=repeats,
-                    )
-                )
+            if progress is not None:
+                progress(f"{name} / {strategy.value}")
+            chunking = ChunkingConfig(strategy=strategy)
+            streamed: list[SayStats] = []
+            whole: list[SayStats] = []
+            for _ in range(repeats):
+                streamed.append(say(engine, text, voice, settings, chunking, WindowPlan()).stats)
+                whole.append(say(engine, text, voice, settings, chunking, None).stats)
+            results.append(_median_case(name, text, strategy, True, streamed))
+            results.append(_median_case(name, text, strategy, False, whole))
     return results
+
+
+def summary(results: list[CaseResult]) -> dict[str, float]:
+    """The two engine-level goals as ratios (see docs/benchmarks.md)."""
+    by_key = {(r.input_name, r.strategy, r.streamed): r for r in results}
+    out: dict[str, float] = {}
+    default = by_key.get(("long", Strategy.ADAPTIVE.value, True))
+    baseline = by_key.get(("long", Strategy.SENTENCE.value, False))
+    if default is not None and baseline is not None:
+        out["ttfa_long_default_over_sentence_no_stream"] = default.ttfa_ms / baseline.ttfa_ms
+    ratios = [
+        r.rtf / by_key[(r.input_name, r.strategy, False)].rtf
+        for r in results
+        if r.streamed and (r.input_name, r.strategy, False) in by_key
+    ]
+    if ratios:
+        out["max_rtf_stream_over_no_stream"] = max(ratios)
+        out["median_rtf_stream_over_no_stream"] = statistics.median(ratios)
+    return out
 
 
 def format_table(results: list[CaseResult]) -> str:
     """A Markdown table, ready for docs/benchmarks.md."""
+    by_key = {(r.input_name, r.strategy, r.streamed): r for r in results}
     lines = [
-        "| input | chars | chunking | mode | segments | TTFA ms | synth ms | audio ms | RTF |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|",
+        "| input | chars | chunking | mode | segments | TTFA ms | synth ms | audio ms | RTF "
+        "| RTF / no-stream |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         mode = "stream" if r.streamed else "no-stream"
+        partner = by_key.get((r.input_name, r.strategy, False))
+        ratio = f"{r.rtf / partner.rtf:.2f}" if r.streamed and partner is not None else ""
         lines.append(
             f"| {r.input_name} | {r.chars} | {r.strategy} | {mode} | {r.segments} | "
-            f"{r.ttfa_ms:.1f} | {r.synth_ms:.1f} | {r.audio_ms:.1f} | {r.rtf:.3f} |"
+            f"{r.ttfa_ms:.1f} | {r.synth_ms:.1f} | {r.audio_ms:.1f} | {r.rtf:.4f} | {ratio} |"
         )
     return "\n".join(lines)

@@ -1,26 +1,27 @@
-"""Split a Piper (VITS) ONNX graph into a text stage and an acoustic stage, in memory.
+"""Split a Piper (VITS) ONNX graph into a text stage, a flow stage and a decoder stage, in memory.
 
-A Piper voice ships as one graph: text encoder -> stochastic duration predictor -> expansion of the
-phoneme-level prior to frames -> ``z_p = m_p + noise * exp(logs_p) * noise_scale`` -> flow (reverse)
--> HiFi-GAN decoder. Everything after ``z_p`` is convolutional along time, so it can run on windows
-of
-frames (see ``voxflow.engines.piper``). We cut the graph in two:
+A Piper voice ships as one graph: text encoder -> stochastic duration predictor -> expansion of
+the phoneme-level prior to frames -> ``z_p = m_p + noise * exp(logs_p) * noise_scale`` -> flow
+(reverse) -> HiFi-GAN decoder. Everything after ``z_p`` is convolutional along time, so it can run
+on windows of frames (see ``voxflow.engines.piper``). We cut the graph in three:
 
 * text stage: ``input``, ``input_lengths``, ``scales`` (+ ``sid``) and ``dp_noise`` (the duration
-  predictor's Gaussian noise, made an input so a seed reproduces the output) ->
-  ``m_p`` and ``logs_p`` at frame rate and the per-phoneme-id ``durations`` in frames.
-* acoustic stage: ``z_p`` and ``y_mask`` (+ ``sid``) -> ``output`` audio.
+  predictor's Gaussian noise, made an input so a seed reproduces the output) -> ``m_p`` and
+  ``logs_p`` at frame rate and the per-phoneme-id ``durations`` in frames.
+* flow stage: ``z_p`` and ``y_mask`` (+ ``sid``) -> ``z``, the decoder's input.
+* decoder stage: ``z`` (+ ``sid``) -> ``output`` audio.
 
-The prior noise for ``z_p`` is drawn by the caller, which is what lets a window of the acoustic
-stage
-reproduce exactly the frames a whole-utterance run would see.
+The flow and the decoder are cut apart because their receptive fields differ: the flow needs ~24
+frames of context on each side of a window but costs a sixth of the decoder per frame, while the
+decoder needs only ~10. Windowing them separately keeps the wasted overlap small.
 
-The cut is found from the graph's structure (the two ``RandomNormalLike`` nodes, the ``Ceil`` of the
-durations, and the one text-dependent tensor besides ``z_p`` that the acoustic stage reads: the
-frame
-mask), so it holds for every voice exported by Piper's training code. Anything else is rejected
-with a
-clear error rather than guessed at.
+The prior noise for ``z_p`` is drawn by the caller, which is what lets a window reproduce exactly
+the frames a whole-utterance run would see.
+
+The cuts are found from the graph's structure (the two ``RandomNormalLike`` nodes, the ``Ceil`` of
+the durations, the one text-dependent tensor besides ``z_p`` that the flow reads: the frame mask,
+and the one ``z_p``-dependent tensor that the ``/dec/`` nodes read), so they hold for every voice
+exported by Piper's training code. Anything else is rejected with a clear error.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ LOGS_P = "logs_p"
 DURATIONS = "durations"
 Z_P = "z_p"
 Y_MASK = "y_mask"
+Z = "z"
 AUDIO = "output"
 
 
@@ -51,13 +53,14 @@ class SplitModel:
     """The two stages as serialized ONNX models, ready for ``onnxruntime.InferenceSession``."""
 
     text_stage: bytes
-    acoustic_stage: bytes
+    flow_stage: bytes
+    decoder_stage: bytes
     latent_channels: int
     has_speaker_input: bool
 
 
 def split_piper_model(model: onnx.ModelProto) -> SplitModel:
-    """Cut ``model`` into a text stage and an acoustic stage (see the module docstring)."""
+    """Cut ``model`` into its three stages (see the module docstring)."""
     graph = model.graph
     nodes = list(graph.node)
     producer = {out: node for node in nodes for out in node.output}
@@ -88,7 +91,7 @@ def split_piper_model(model: onnx.ModelProto) -> SplitModel:
         raise GraphSplitError(f"model lacks Piper's inputs/outputs (missing {missing})")
     has_sid = SPEAKER_INPUT in graph_inputs
 
-    y_mask = _find_frame_mask(nodes, z_p, graph_inputs, producer)
+    y_mask, decoder_input = _find_frame_mask_and_decoder_input(nodes, z_p, graph_inputs, producer)
     channels = _latent_channels(model, m_p)
 
     renames_text = {dp_noise_tensor: DP_NOISE, m_p: M_P, logs_p: LOGS_P, durations: DURATIONS}
@@ -105,20 +108,30 @@ def split_piper_model(model: onnx.ModelProto) -> SplitModel:
             durations: (TensorProto.FLOAT, [1, 1, "phonemes"]),
         },
     )
-    acoustic_stage = _extract(
+    speaker = [SPEAKER_INPUT] if has_sid else []
+    flow_stage = _extract(
         model,
-        inputs=[z_p, y_mask, *([SPEAKER_INPUT] if has_sid else [])],
-        outputs=[AUDIO],
-        renames={z_p: Z_P, y_mask: Y_MASK},
+        inputs=[z_p, y_mask, *speaker],
+        outputs=[decoder_input],
+        renames={z_p: Z_P, y_mask: Y_MASK, decoder_input: Z},
         new_inputs={
             z_p: (TensorProto.FLOAT, [1, channels, "frames"]),
             y_mask: (TensorProto.FLOAT, [1, 1, "frames"]),
         },
+        new_outputs={decoder_input: (TensorProto.FLOAT, [1, channels, "frames"])},
+    )
+    decoder_stage = _extract(
+        model,
+        inputs=[decoder_input, *speaker],
+        outputs=[AUDIO],
+        renames={decoder_input: Z},
+        new_inputs={decoder_input: (TensorProto.FLOAT, [1, channels, "frames"])},
         new_outputs={},
     )
     return SplitModel(
         text_stage=text_stage.SerializeToString(),
-        acoustic_stage=acoustic_stage.SerializeToString(),
+        flow_stage=flow_stage.SerializeToString(),
+        decoder_stage=decoder_stage.SerializeToString(),
         latent_channels=channels,
         has_speaker_input=has_sid,
     )
@@ -151,34 +164,47 @@ def _find_prior(
     raise GraphSplitError("could not trace z_p = m_p + noise * exp(logs_p) * scale in the graph")
 
 
-def _find_frame_mask(
+def _find_frame_mask_and_decoder_input(
     nodes: Sequence[onnx.NodeProto],
     z_p: str,
     graph_inputs: set[str],
     producer: dict[str, onnx.NodeProto],
-) -> str:
-    """The one tensor derived from the text, other than ``z_p``, that the acoustic stage reads."""
-    text_sources = set(TEXT_INPUTS)
-    from_text: set[str] = set(text_sources & graph_inputs)
+) -> tuple[str, str]:
+    """The frame mask (the one text-derived tensor besides ``z_p`` that the flow and decoder read)
+    and the decoder's input (the one ``z_p``-derived tensor that ``/dec/`` nodes read)."""
+    from_text: set[str] = set(TEXT_INPUTS) & graph_inputs
     from_zp: set[str] = {z_p}
     for node in nodes:  # ONNX requires topological order
         if any(name in from_zp for name in node.input):
             from_zp.update(node.output)
         elif any(name in from_text for name in node.input):
             from_text.update(node.output)
-    frontier = {
+    mask_candidates = {
         name
         for node in nodes
         if any(name in from_zp for name in node.input)
         for name in node.input
         if name in from_text and name != z_p
     }
-    if len(frontier) != 1:
-        raise GraphSplitError(f"expected one frame mask feeding the flow, found {sorted(frontier)}")
-    mask: str = frontier.pop()
+    if len(mask_candidates) != 1:
+        raise GraphSplitError(
+            f"expected one frame mask feeding the flow, found {sorted(mask_candidates)}"
+        )
+    mask: str = mask_candidates.pop()
     if mask not in producer:
         raise GraphSplitError(f"frame mask {mask!r} is not produced by a node")
-    return mask
+    decoder_inputs = {
+        name
+        for node in nodes
+        if node.name.startswith("/dec/")
+        for name in node.input
+        if name in from_zp and name in producer and not producer[name].name.startswith("/dec/")
+    }
+    if len(decoder_inputs) != 1:
+        raise GraphSplitError(
+            f"expected one tensor from the flow into the decoder, found {sorted(decoder_inputs)}"
+        )
+    return mask, decoder_inputs.pop()
 
 
 def _latent_channels(model: onnx.ModelProto, m_p: str) -> int:

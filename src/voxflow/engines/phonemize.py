@@ -2,14 +2,10 @@
 
 espeak-ng phonemizes whole clauses and freely merges or splits words ("e.g." becomes "for example",
 "1999" becomes three words), so a phoneme cannot be traced to its word by counting spaces. Instead
-each
-word of the text is also phonemized on its own (tens of microseconds a word), and the concatenation
-of
-those is aligned to the sentence's phoneme string with a longest-matching-block diff. Every phoneme
-then
-belongs to exactly one word, the words' phoneme ranges are contiguous and in text order, and a word
-that
-espeak dropped gets an empty range where it stood.
+each word of the text is also phonemized on its own (tens of microseconds a word), and the
+concatenation of those is aligned to the sentence's phoneme string with a longest-matching-block
+diff. Every phoneme then belongs to exactly one word, the words' phoneme ranges are contiguous and
+in text order, and a word that espeak dropped gets an empty range where it stood.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Piper (VITS) engine with sub-sentence acoustic streaming.
 
-At load time the voice's single ONNX graph is split in memory into a text stage and an acoustic
-stage
-(``voxflow.engines.graph_split``). ``prepare`` phonemizes, runs the text stage once and draws the
-prior
-noise, leaving the latent frames ``z_p`` in the ``Utterance``. ``render`` runs the acoustic stage
-(flow + HiFi-GAN, convolutional in time) on one window of frames, padded on both sides with
-``overlap_frames`` of context that is computed and thrown away. With enough context a window's
-samples
-equal those of a whole-utterance run (the tests hold the relative error below 1e-3), so the first
-audio costs one text stage plus one small window, whatever the length of the sentence.
+At load time the voice's single ONNX graph is split in memory into a text stage, a flow stage and
+a decoder stage (``voxflow.engines.graph_split``). ``prepare`` phonemizes, runs the text stage
+once and draws the prior noise, leaving the latent frames ``z_p`` in the ``Utterance``. ``render``
+runs the flow and the HiFi-GAN decoder (both convolutional in time) on one window of frames, each
+padded on both sides with enough context, computed and thrown away, that a window's samples equal
+those of a whole-utterance run (the tests hold the relative error below 1e-3). The first audio
+then costs one text stage plus one small window, whatever the length of the sentence.
 
 Audio is the model's raw output, clipped to [-1, 1]: no per-sentence peak normalization (Piper's
 default), so loudness stays constant across the segments of a stream.
@@ -20,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +38,7 @@ from voxflow.engines.graph_split import (
     SPEAKER_INPUT,
     Y_MASK,
     Z_P,
+    Z,
     split_piper_model,
 )
 from voxflow.engines.phonemize import Phonemizer
@@ -55,15 +54,21 @@ class EngineSettings:
     """How the engine runs ONNX Runtime and cuts windows."""
 
     intra_op_threads: int = 1
-    # Context frames on each side of a window. 24 keeps the streamed/whole relative error near 1e-5
-    # for the bundled voice; 16 is at ~1e-3 (see tests/engines/test_piper.py).
-    overlap_frames: int = 24
+    # Context frames on each side of a window, per stage. For the bundled voice the decoder is
+    # exact (error ~1e-7) from 10 frames and the flow from 24; at 8 and 16 both sit near 1e-4.
+    decoder_overlap_frames: int = 10
+    flow_overlap_frames: int = 24
+    # After the first window, the flow runs ahead in chunks of at least this many frames: it costs
+    # a sixth of the decoder per frame, so running ahead is cheap and saves its wide context.
+    flow_chunk_frames: int = 512
 
     def __post_init__(self) -> None:
         if self.intra_op_threads < 1:
             raise ValueError("intra_op_threads must be >= 1")
-        if self.overlap_frames < 0:
-            raise ValueError("overlap_frames must be >= 0")
+        if self.decoder_overlap_frames < 0 or self.flow_overlap_frames < 0:
+            raise ValueError("overlap frames must be >= 0")
+        if self.flow_chunk_frames < 1:
+            raise ValueError("flow_chunk_frames must be >= 1")
 
 
 class LoadedVoice:
@@ -90,9 +95,8 @@ class LoadedVoice:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CPUExecutionProvider"]
         self.text_stage = ort.InferenceSession(split.text_stage, options, providers=providers)
-        self.acoustic_stage = ort.InferenceSession(
-            split.acoustic_stage, options, providers=providers
-        )
+        self.flow_stage = ort.InferenceSession(split.flow_stage, options, providers=providers)
+        self.decoder_stage = ort.InferenceSession(split.decoder_stage, options, providers=providers)
 
     def speaker_id(self, requested: int | None) -> int | None:
         if self.config.num_speakers <= 1:
@@ -116,6 +120,12 @@ class PiperEngine:
         self._settings = settings or EngineSettings()
         self._loaded: dict[str, LoadedVoice] = {}
         self._load_lock = threading.Lock()
+        # Flow output per utterance, dropped with the utterance (Utterance hashes by identity).
+        self._flow_caches: weakref.WeakKeyDictionary[Utterance, _FlowCache] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._caches_lock = threading.Lock()
+        self._flow_chunk = self._settings.flow_chunk_frames
 
     @property
     def settings(self) -> EngineSettings:
@@ -212,20 +222,69 @@ class PiperEngine:
         if not 0 <= start_frame < end_frame <= total:
             raise ValueError(f"window [{start_frame}, {end_frame}) outside [0, {total})")
         loaded = self.load(utterance.voice)
-        overlap = self._settings.overlap_frames
-        lo = max(0, start_frame - overlap)
-        hi = min(total, end_frame + overlap)
-        feeds: dict[str, Any] = {
-            Z_P: np.ascontiguousarray(utterance.latents[np.newaxis, :, lo:hi]),
-            Y_MASK: np.ones((1, 1, hi - lo), dtype=np.float32),
-        }
-        if loaded.has_speaker_input:
-            feeds[SPEAKER_INPUT] = np.array([utterance.speaker_id or 0], dtype=np.int64)
-        (audio,) = loaded.acoustic_stage.run(None, feeds)
+        # The decoder window is the requested one plus decoder context, clipped to the utterance
+        # (where the whole run pads too).
+        dec_lo = max(0, start_frame - self._settings.decoder_overlap_frames)
+        dec_hi = min(total, end_frame + self._settings.decoder_overlap_frames)
+        cache = self._flow_cache(utterance)
+        with cache.lock:
+            if dec_hi > cache.valid:
+                self._extend_flow(loaded, utterance, cache, dec_hi)
+            z_window = np.ascontiguousarray(cache.z[:, :, dec_lo:dec_hi])
+        (audio,) = loaded.decoder_stage.run(None, {Z: z_window, **_speaker(loaded, utterance)})
         hop = utterance.samples_per_frame
-        window = audio.reshape(-1)[(start_frame - lo) * hop : (end_frame - lo) * hop]
+        window = audio.reshape(-1)[(start_frame - dec_lo) * hop : (end_frame - dec_lo) * hop]
         clipped: FloatArray = np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
         return clipped
+
+    def _flow_cache(self, utterance: Utterance) -> _FlowCache:
+        with self._caches_lock:
+            cache = self._flow_caches.get(utterance)
+            if cache is None:
+                cache = _FlowCache(utterance.latents.shape[0], utterance.num_frames)
+                self._flow_caches[utterance] = cache
+            return cache
+
+    def _extend_flow(
+        self, loaded: LoadedVoice, utterance: Utterance, cache: _FlowCache, needed: int
+    ) -> None:
+        """Run the flow so that ``cache.z`` is exact up to at least ``needed`` frames.
+
+        The first run covers just the first window (it is on the time-to-first-audio path); later
+        runs reach ``flow_chunk_frames`` further, so the flow's context is paid once per chunk
+        rather than once per decoder window.
+        """
+        total = utterance.num_frames
+        start = cache.valid
+        target = needed if start == 0 else min(total, max(needed, start + self._flow_chunk))
+        context = self._settings.flow_overlap_frames
+        lo = max(0, start - context)
+        hi = min(total, target + context)
+        (z,) = loaded.flow_stage.run(
+            None,
+            {
+                Z_P: np.ascontiguousarray(utterance.latents[np.newaxis, :, lo:hi]),
+                Y_MASK: np.ones((1, 1, hi - lo), dtype=np.float32),
+                **_speaker(loaded, utterance),
+            },
+        )
+        cache.z[:, :, start:target] = z[:, :, start - lo : target - lo]
+        cache.valid = target
+
+
+class _FlowCache:
+    """The flow's output for one utterance, exact for frames ``[0, valid)``."""
+
+    def __init__(self, channels: int, frames: int) -> None:
+        self.z = np.empty((1, channels, frames), dtype=np.float32)
+        self.valid = 0
+        self.lock = threading.Lock()
+
+
+def _speaker(loaded: LoadedVoice, utterance: Utterance) -> dict[str, Any]:
+    if not loaded.has_speaker_input:
+        return {}
+    return {SPEAKER_INPUT: np.array([utterance.speaker_id or 0], dtype=np.int64)}
 
 
 def _phoneme_ids(

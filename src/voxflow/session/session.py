@@ -1,17 +1,16 @@
 """The sans-I/O session: one client connection's contexts, as a state machine.
 
 Calls come in (``start``, ``text``, ``flush``, ``end``, ``cancel`` from the client;
-``synthesis_event``
-from the runtime; ``poll`` from a timer) and outputs pile up in order, to be taken with ``drain()``:
-client events (``AudioOut``, ``TimestampsOut``, ``DoneOut``, ``CancelledOut``, ``ErrorOut``) and
-runtime commands (``OpenStream``, ``SubmitSegment``, ``CloseStream``, ``CancelStream``). The session
-does no I/O, starts no threads and reads no clock: ``now`` is passed in.
+``synthesis_event`` from the runtime; ``poll`` from a timer) and outputs pile up in order, to be
+taken with ``drain()``: client events (``AudioOut``, ``TimestampsOut``, ``DoneOut``,
+``CancelledOut``, ``ErrorOut``) and runtime commands (``OpenStream``, ``SubmitSegment``,
+``CloseStream``, ``CancelStream``). The session does no I/O, starts no threads and reads no clock:
+``now`` is passed in.
 
 Guarantees the transports rely on:
 
 * after ``CancelledOut`` for a context, no ``AudioOut`` of that context is ever output (results of
-its
-  stream are recognised by the stream's serial and dropped);
+  its stream are recognised by the stream's serial and dropped);
 * bad input (unknown context, voice or format, text too long, text after ``end``) produces an
   ``ErrorOut`` and changes nothing else;
 * a context id is free for reuse as soon as its ``DoneOut`` or ``CancelledOut`` is output.

@@ -7,8 +7,7 @@ Every transport connection owns one driver. The driver
 * brings scheduler results from worker threads onto the event loop (``call_soon_threadsafe``) and
   feeds them to the session;
 * puts client events on a bounded queue that the transport's writer drains; when the queue is full
-the
-  client is not reading, and the driver marks itself ``stalled`` so the transport can close it;
+  the client is not reading, and the driver marks itself ``stalled`` so the transport can close it;
 * runs the idle-flush timer.
 
 It never runs inference and never blocks the loop.

@@ -1,11 +1,9 @@
 """Native WebSocket protocol, ``WS /v1/stream`` (see docs/protocol.md).
 
 JSON messages in, session calls out; session events in, JSON (or, with ``?audio=binary``, a JSON
-header
-followed by one binary frame of audio) out. Bad messages get an ``error`` event and the connection
-stays
-usable. A client that stops reading is closed once its outbound queue fills or one send takes longer
-than the write timeout, and its work stops like a cancel.
+header followed by one binary frame of audio) out. Bad messages get an ``error`` event and the
+connection stays usable. A client that stops reading is closed once its outbound queue fills or one
+send takes longer than the write timeout, and its work stops like a cancel.
 """
 
 from __future__ import annotations

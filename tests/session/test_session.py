@@ -1,0 +1,245 @@
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from voxflow.engines.base import Utterance, VoiceSettings
+from voxflow.engines.piper import PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime.scheduler import Drained, Failed, Prepared, Rendered
+from voxflow.session.events import (
+    AudioOut,
+    CancelledOut,
+    CancelStream,
+    CloseStream,
+    DoneOut,
+    ErrorOut,
+    OpenStream,
+    Output,
+    SubmitSegment,
+    TimestampsOut,
+)
+from voxflow.session.session import Session, SessionConfig, StartOptions
+from voxflow.text.buffer import ChunkingConfig
+
+
+def _session(**overrides: object) -> Session:
+    config = SessionConfig(default_voice="joe", **overrides)  # type: ignore[arg-type]
+    return Session(config, VoiceRegistry().get)
+
+
+def _of(outputs: list[Output], kind: type) -> list:  # type: ignore[type-arg]
+    return [o for o in outputs if isinstance(o, kind)]
+
+
+def _render_all(
+    session: Session, engine: PiperEngine, submits: list[SubmitSegment], now: float = 1.0
+) -> dict[int, Utterance]:
+    """Run each submitted segment through the real engine and feed the results back."""
+    utterances = {}
+    for submit in submits:
+        request = submit.request
+        utterance = engine.prepare(request.text, request.voice, request.settings)
+        utterances[request.tag] = utterance
+        session.synthesis_event(submit.serial, Prepared(request.tag, utterance, 0.01), now)
+        audio = engine.render(utterance, 0, utterance.num_frames)
+        half = utterance.num_frames // 2
+        cut = half * utterance.samples_per_frame
+        session.synthesis_event(
+            submit.serial, Rendered(request.tag, 0, half, audio[:cut], False, 0.01, 0.0), now
+        )
+        session.synthesis_event(
+            submit.serial,
+            Rendered(request.tag, half, utterance.num_frames, audio[cut:], True, 0.01, 0.0),
+            now,
+        )
+    return utterances
+
+
+def test_text_opens_a_default_context_and_submits_segments() -> None:
+    session = _session()
+    session.text(None, "Hello there, my friend. How are you today? ", 0.0)
+    session.text(None, "Fine.", 0.1)
+    outputs = session.drain()
+    assert isinstance(outputs[0], OpenStream)
+    submits = _of(outputs, SubmitSegment)
+    texts = [s.request.text for s in submits]
+    assert texts == ["Hello there, my friend.", "How are you today?"][: len(texts)]
+    assert texts and texts[0] == "Hello there, my friend."
+    assert [s.request.tag for s in submits] == list(range(len(submits)))
+    session.end(None, 0.2)
+    rest = session.drain()
+    assert [s.request.text for s in _of(rest, SubmitSegment)][-1].endswith("Fine.")
+    assert isinstance(rest[-1], CloseStream)
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [
+        (StartOptions(voice="nobody"), "unknown_voice"),
+        (StartOptions(output_format="mp3_44100_128"), "unsupported_format"),
+        (StartOptions(output_format="pcm_1234"), "unsupported_format"),
+        (StartOptions(chunk_length_schedule=(0,)), "invalid_message"),
+    ],
+)
+def test_bad_start_options_are_errors_that_open_nothing(options: StartOptions, code: str) -> None:
+    session = _session()
+    session.start("a", options, 0.0)
+    outputs = session.drain()
+    assert len(outputs) == 1 and isinstance(outputs[0], ErrorOut)
+    assert outputs[0].code == code and outputs[0].context_id == "a"
+    assert session.open_contexts == 0
+
+
+def test_client_mistakes_leave_the_context_usable() -> None:
+    session = _session(max_message_chars=50)
+    session.start("a", StartOptions(), 0.0)
+    session.text("a", "x" * 51, 0.0)
+    session.flush("nope", 0.0)
+    session.start("a", StartOptions(), 0.0)
+    errors = _of(session.drain(), ErrorOut)
+    assert [e.code for e in errors] == ["text_too_long", "unknown_context", "context_exists"]
+    session.text("a", "Still works. Yes. ", 0.1)
+    session.flush("a", 0.1)
+    assert _of(session.drain(), SubmitSegment)
+    session.end("a", 0.2)
+    session.text("a", "late", 0.3)
+    assert [e.code for e in _of(session.drain(), ErrorOut)] == ["context_ending"]
+
+
+def test_too_many_contexts() -> None:
+    session = _session(max_contexts=2)
+    for cid in ("a", "b", "c"):
+        session.start(cid, StartOptions(), 0.0)
+    errors = _of(session.drain(), ErrorOut)
+    assert [(e.context_id, e.code, e.retryable) for e in errors] == [
+        ("c", "too_many_contexts", True)
+    ]
+
+
+def test_audio_timestamps_and_done(engine: PiperEngine) -> None:
+    session = _session()
+    session.start("a", StartOptions(output_format="pcm_24000", settings=VoiceSettings(seed=1)), 0)
+    session.text("a", "  Good morning, everyone. The meeting starts at noon. ", 0.5)
+    session.end("a", 0.6)
+    submits = _of(session.drain(), SubmitSegment)
+    assert len(submits) == 2
+    utterances = _render_all(session, engine, submits)
+    session.synthesis_event(submits[0].serial, Drained(), 2.0)
+    outputs = session.drain()
+
+    audio = _of(outputs, AudioOut)
+    assert [a.seq for a in audio] == list(range(len(audio)))
+    for before, after in itertools.pairwise(audio):
+        assert after.offset_ms == pytest.approx(before.offset_ms + before.duration_ms)
+    total_samples = sum(len(a.data) // 2 for a in audio)
+    source_samples = sum(u.num_samples for u in utterances.values())
+    assert abs(total_samples - round(source_samples * 24000 / 22050)) <= 2
+
+    words = [w for t in _of(outputs, TimestampsOut) for w in t.words]
+    text = "  Good morning, everyone. The meeting starts at noon. "
+    assert [w.word for w in words] == [
+        "Good", "morning", "everyone", "The", "meeting", "starts", "at", "noon",
+    ]  # fmt: skip
+    for word in words:
+        assert text[word.char_start : word.char_end] == word.word
+    assert all(a.end_ms <= b.start_ms for a, b in itertools.pairwise(words))
+    first_duration_ms = 1000 * utterances[0].duration_s
+    assert words[3].start_ms >= first_duration_ms  # second segment's words come after the first
+    assert words[-1].end_ms <= 1000 * source_samples / 22050
+
+    (done,) = _of(outputs, DoneOut)
+    assert done.metrics.chunks == len(audio)
+    assert done.metrics.audio_ms == pytest.approx(1000 * total_samples / 24000)
+    assert session.open_contexts == 0
+
+
+def test_cancel_reports_spoken_text_and_drops_late_audio(engine: PiperEngine) -> None:
+    session = _session()
+    text = "One two three four five six seven."
+    session.start("a", StartOptions(settings=VoiceSettings(seed=2)), 0.0)
+    session.text("a", text, 0.0)
+    session.flush("a", 0.0)
+    (submit,) = _of(session.drain(), SubmitSegment)
+    utterance = engine.prepare(submit.request.text, "joe", submit.request.settings)
+    session.synthesis_event(submit.serial, Prepared(0, utterance, 0.01), 0.1)
+    timestamps = _of(session.drain(), TimestampsOut)[0].words
+    played = timestamps[2].end_ms + 1.0  # "three" fully heard, "four" not yet
+    sent_frames = utterance.num_frames // 2 + 20
+    audio = engine.render(utterance, 0, sent_frames)
+    session.synthesis_event(
+        submit.serial, Rendered(0, 0, sent_frames, audio, False, 0.01, 0.0), 0.15
+    )
+    assert _of(session.drain(), AudioOut)
+
+    session.cancel("a", played, 0.2, 0.2)
+    outputs = session.drain()
+    assert isinstance(outputs[0], CancelStream) and outputs[0].serial == submit.serial
+    (cancelled,) = _of(outputs, CancelledOut)
+    assert cancelled.spoken_text == "One two three"
+    assert cancelled.played_ms == pytest.approx(played)
+    # A client cannot have played more than it was sent.
+    session.text("b", "Four five.", 0.3)
+    session.flush("b", 0.3)
+    session.drain()
+    session.cancel("b", 99_999.0, 0.3, 0.3)
+    assert _of(session.drain(), CancelledOut)[0].played_ms == 0.0
+
+    late = engine.render(utterance, sent_frames, sent_frames + 20)
+    session.synthesis_event(
+        submit.serial, Rendered(0, sent_frames, sent_frames + 20, late, False, 0.01, 0.0), 0.3
+    )
+    assert session.drain() == []
+
+    # The id is free again and gets a fresh stream.
+    session.start("a", StartOptions(), 0.4)
+    (reopened,) = _of(session.drain(), OpenStream)
+    assert reopened.serial != submit.serial
+
+
+def test_cancel_without_played_ms_uses_audio_sent_and_unknown_context_errors() -> None:
+    session = _session()
+    session.text("a", "Nothing rendered yet. ", 0.0)
+    session.cancel("a", None, 0.0, 0.0)
+    session.cancel("a", None, 0.0, 0.0)
+    outputs = session.drain()
+    (cancelled,) = _of(outputs, CancelledOut)
+    assert cancelled.spoken_text == "" and cancelled.played_ms == 0.0
+    assert [e.code for e in _of(outputs, ErrorOut)] == ["unknown_context"]
+
+
+def test_failed_segment_is_reported_and_context_still_finishes() -> None:
+    session = _session()
+    session.text("a", "Hello.", 0.0)
+    session.end("a", 0.0)
+    (submit,) = _of(session.drain(), SubmitSegment)
+    session.synthesis_event(submit.serial, Failed(0, RuntimeError("boom")), 0.1)
+    session.synthesis_event(submit.serial, Drained(), 0.1)
+    outputs = session.drain()
+    assert [e.code for e in _of(outputs, ErrorOut)] == ["synthesis_failed"]
+    assert len(_of(outputs, DoneOut)) == 1
+
+
+def test_idle_flush_through_poll() -> None:
+    session = _session(chunking=ChunkingConfig(idle_flush_s=0.5))
+    session.text("a", "no punctuation here", 10.0)
+    assert not _of(session.drain(), SubmitSegment)
+    assert session.next_deadline() == pytest.approx(10.5)
+    session.poll(10.2)
+    assert not _of(session.drain(), SubmitSegment)
+    session.poll(10.6)
+    (submit,) = _of(session.drain(), SubmitSegment)
+    assert submit.request.text == "no punctuation here"
+
+
+def test_close_cancels_every_context() -> None:
+    session = _session()
+    session.text("a", "One. ", 0.0)
+    session.text("b", "Two. ", 0.0)
+    session.drain()
+    session.close()
+    cancels = _of(session.drain(), CancelStream)
+    assert len(cancels) == 2 and session.open_contexts == 0
+    assert np.unique([c.serial for c in cancels]).size == 2

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import io
+import json
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxflow.cli import main
+
+
+def _read_wav(path: Path) -> tuple[int, np.ndarray]:
+    with wave.open(str(path)) as wav:
+        frames = wav.readframes(wav.getnframes())
+        return wav.getframerate(), np.frombuffer(frames, dtype="<i2")
+
+
+def test_say_writes_a_wav_and_prints_stats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "hello.wav"
+    assert main(["say", "Hello there, world.", "-o", str(out), "--seed", "1", "--stats"]) == 0
+    rate, samples = _read_wav(out)
+    assert rate == 22050
+    assert 0.5 < len(samples) / rate < 3.0
+    assert np.abs(samples).max() > 1000  # not silence
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(stats) >= {"ttfa_ms", "synth_ms", "audio_ms", "rtf"}
+    assert 0 < stats["ttfa_ms"] <= stats["synth_ms"]
+    assert stats["audio_ms"] == pytest.approx(1000 * len(samples) / rate, abs=0.1)
+    assert stats["rtf"] == pytest.approx(stats["synth_ms"] / stats["audio_ms"], rel=1e-2)
+
+
+def test_no_stream_gives_the_same_audio_as_streaming(tmp_path: Path) -> None:
+    text = "The orchestra, tuning its instruments in the distance, prepares for a long evening."
+    streamed, whole = tmp_path / "s.wav", tmp_path / "w.wav"
+    assert main(["say", text, "-o", str(streamed), "--seed", "4"]) == 0
+    assert main(["say", text, "-o", str(whole), "--seed", "4", "--no-stream"]) == 0
+    _, a = _read_wav(streamed)
+    _, b = _read_wav(whole)
+    assert a.shape == b.shape
+    diff = np.linalg.norm(a.astype(float) - b) / np.linalg.norm(b.astype(float))
+    assert diff < 1e-3
+
+
+def test_say_reads_stdin_and_reports_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("From standard input."))
+    out = tmp_path / "stdin.wav"
+    assert main(["say", "-", "-o", str(out)]) == 0
+    assert out.stat().st_size > 10_000
+    assert main(["say", "hi", "-o", str(out), "--voice", "nobody"]) == 2
+    assert "unknown voice 'nobody'" in capsys.readouterr().err
+    assert main(["say", "   ", "-o", str(out)]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["say", "hi", "-o", str(out), "--speed", "9"]) == 2
+
+
+def test_voices_lists_the_bundled_voice(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["voices"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["NAME", "LANGUAGE", "RATE", "SOURCE"]
+    assert lines[1].split() == ["joe", "en_US", "22050", "bundled"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--chunking", "sentence"],
+            ["Dr. Smith arrived at 3:30 p.m. today.", "He paid $3.50, then left.", "Bye."],
+        ),
+        (
+            ["--auto"],
+            ["Dr. Smith arrived at 3:30 p.m. today.", "He paid $3.50, then left.", "Bye."],
+        ),
+        (
+            ["--chunking", "word", "--schedule", "4"],
+            ["Dr. Smith arrived at", "3:30 p.m. today. He", "paid $3.50, then left.", "Bye."],
+        ),
+    ],
+)
+def test_chunks_prints_one_segment_per_line(
+    args: list[str],
+    expected: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = "Dr. Smith arrived at 3:30 p.m. today. He paid $3.50, then left. Bye."
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["chunks", *args]) == 0
+    assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_chunks_rejects_a_bad_schedule(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["chunks", "--schedule", "a,b"])
+    assert "comma-separated integers" in capsys.readouterr().err
