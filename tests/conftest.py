@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
 
+import pytest
+import uvicorn
+
+from voxflow.config import ServerSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.server.app import create_app
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +27,47 @@ def engine(registry: VoiceRegistry) -> PiperEngine:
     engine = PiperEngine(registry, EngineSettings())
     engine.load("joe")
     return engine
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_server(settings: ServerSettings) -> Iterator[str]:
+    """A real uvicorn server with the app, in a thread; yields its base URL."""
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=settings.port, log_level="warning", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{settings.port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    with running_server(ServerSettings(port=_free_port(), workers=2)) as url:
+        yield url
+
+
+@pytest.fixture
+def server_factory() -> Callable[..., contextlib.AbstractContextManager[str]]:
+    """Start a dedicated server with non-default settings (one per test)."""
+
+    def start(**settings: object) -> contextlib.AbstractContextManager[str]:
+        return running_server(ServerSettings(port=_free_port(), **settings))  # type: ignore[arg-type]
+
+    return start

@@ -27,6 +27,7 @@ class ServerSettings:
     outbound_queue: int = 512  # client events buffered per connection before it counts as stalled
     write_timeout_s: float = 10.0  # a send that takes longer closes the connection
     idle_flush_s: float | None = None  # flush buffered text after this much silence
+    max_lead_s: float = 20.0  # a stream this far ahead of its client's playback waits
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -35,6 +36,8 @@ class ServerSettings:
             raise ValueError("workers must be >= 0")
         if self.write_timeout_s <= 0:
             raise ValueError("write_timeout_s must be > 0")
+        if self.max_lead_s <= 0:
+            raise ValueError("max_lead_s must be > 0")
         if self.idle_flush_s is not None and self.idle_flush_s <= 0:
             raise ValueError("idle_flush_s must be > 0")
 

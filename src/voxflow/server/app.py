@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request, WebSocket
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from voxflow import __version__
 from voxflow.config import ServerSettings
@@ -74,7 +74,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         }
 
     @app.post("/v1/audio/speech")
-    async def speech(body: openai_http.SpeechRequest, request: Request) -> StreamingResponse:
+    async def speech(body: openai_http.SpeechRequest, request: Request) -> Response:
         return await openai_http.speech(body, _services(request))
 
     @app.websocket("/v1/stream")

@@ -30,7 +30,10 @@ class Services:
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
         engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
         engine.load(default_voice)
-        scheduler = Scheduler(engine, SchedulerSettings(workers=settings.worker_threads))
+        scheduler = Scheduler(
+            engine,
+            SchedulerSettings(workers=settings.worker_threads, max_lead_s=settings.max_lead_s),
+        )
         metrics = ServerMetrics()
         metrics.watch_scheduler(scheduler.stats)
         return cls(settings, registry, engine, scheduler, metrics, default_voice)

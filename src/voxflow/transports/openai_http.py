@@ -15,8 +15,7 @@ import struct
 from collections.abc import AsyncIterator
 from typing import Literal
 
-from fastapi import HTTPException
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
@@ -57,27 +56,57 @@ def wav_header(sample_rate: int) -> bytes:
     )
 
 
+class RequestError(ValueError):
+    """A bad request, answered in OpenAI's error shape so SDKs show the message."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(
+            {
+                "error": {
+                    "message": str(self),
+                    "type": "invalid_request_error",
+                    "param": self.param,
+                    "code": None,
+                }
+            },
+            status_code=400,
+        )
+
+
 def resolve_voice(services: Services, name: str) -> str:
     try:
         return services.registry.get(name).name
     except VoiceNotFoundError as error:
         if name.lower() in OPENAI_VOICES:
             return services.default_voice
-        raise HTTPException(400, f"{error}; OpenAI voice names are accepted too") from error
+        raise RequestError(f"{error}; OpenAI voice names are accepted too", "voice") from error
 
 
-async def speech(request: SpeechRequest, services: Services) -> StreamingResponse:
+async def speech(request: SpeechRequest, services: Services) -> Response:
+    try:
+        return _speech(request, services)
+    except RequestError as error:
+        return error.response()
+
+
+def _speech(request: SpeechRequest, services: Services) -> Response:
     fmt = request.response_format.lower()
     if fmt in COMPRESSED_FORMATS:
-        raise HTTPException(
-            400,
+        raise RequestError(
             f"response_format {fmt!r} is not supported yet; use 'pcm' (24 kHz s16le) or 'wav'",
+            "response_format",
         )
     if fmt not in ("pcm", "wav"):
-        raise HTTPException(400, f"unknown response_format {fmt!r}; use 'pcm' or 'wav'")
+        raise RequestError(
+            f"unknown response_format {fmt!r}; use 'pcm' or 'wav'", "response_format"
+        )
     if len(request.input) > services.settings.max_message_chars:
-        raise HTTPException(
-            400, f"input is longer than {services.settings.max_message_chars} characters"
+        raise RequestError(
+            f"input is longer than {services.settings.max_message_chars} characters", "input"
         )
     voice = resolve_voice(services, request.voice)
     driver = services.new_driver()

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import json
+import urllib.request
+
+
+def _get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+def test_health_and_readiness(server_url: str) -> None:
+    assert _get(server_url + "/healthz") == (200, '{"status":"ok"}')
+    status, body = _get(server_url + "/readyz")
+    assert status == 200 and json.loads(body) == {"status": "ready", "default_voice": "joe"}
+
+
+def test_voices(server_url: str) -> None:
+    _, body = _get(server_url + "/v1/voices")
+    voices = json.loads(body)["voices"]
+    assert voices == [
+        {
+            "name": "joe",
+            "language": "en_US",
+            "sample_rate": 22050,
+            "source": "bundled",
+            "speakers": [],
+            "default": True,
+        }
+    ]
+
+
+def test_metrics_expose_the_documented_series(server_url: str) -> None:
+    status, body = _get(server_url + "/metrics")
+    assert status == 200
+    for name in (
+        "voxflow_ttfa_seconds_bucket",
+        "voxflow_chunk_gap_seconds_bucket",
+        "voxflow_cancel_latency_seconds_bucket",
+        "voxflow_active_contexts",
+        "voxflow_queue_depth",
+        "voxflow_busy_workers",
+        "voxflow_jobs_total",
+        "voxflow_deadline_misses_total",
+    ):
+        assert f"\n{name}" in body, name
