@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -218,3 +219,27 @@ def test_a_client_that_stops_reading_is_closed(server_factory: Any) -> None:
         while _metric(url, "voxflow_active_contexts") > 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _metric(url, "voxflow_active_contexts") == 0
+
+
+def test_threads_and_contexts_return_to_baseline_after_many_sessions(server_url: str) -> None:
+    with connect(_ws_url(server_url)) as ws:  # warm: the server's own threads exist now
+        _send(ws, type="text", text="Warm up.")
+        _send(ws, type="end")
+        _until(ws, "done")
+    baseline = threading.active_count()
+    for round_ in range(12):
+        with connect(_ws_url(server_url)) as ws:
+            _send(ws, type="text", context_id="a", text="One more session. ")
+            _send(ws, type="text", context_id="b", text=LONG)
+            _send(ws, type="flush", context_id="b")
+            _send(ws, type="end", context_id="a")
+            _until(ws, "done", "a")
+            if round_ % 2:
+                _send(ws, type="cancel", context_id="b")
+                _until(ws, "cancelled", "b")
+            # Otherwise leave "b" running and just disconnect.
+    deadline = time.monotonic() + 10
+    while _metric(server_url, "voxflow_active_contexts") > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _metric(server_url, "voxflow_active_contexts") == 0
+    assert threading.active_count() == baseline
