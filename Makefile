@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test install install-dev lint typecheck unit clean
+.PHONY: serve test install install-dev browser lint typecheck unit clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,14 @@ lint: install-dev
 typecheck: install-dev
 	$(BIN)/mypy
 
-unit: install-dev
+# The demo page's end-to-end test drives Debian's Chromium (no browser download).
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "installing Debian's chromium for the browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+unit: install-dev browser
 	$(BIN)/pytest -q
 
 test: lint typecheck unit

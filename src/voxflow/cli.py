@@ -13,6 +13,8 @@ from typing import TextIO
 
 from voxflow.audio.pcm import write_wav
 from voxflow.bench.engine import format_table, run_engine_bench, summary
+from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync
+from voxflow.client import VoxflowConnectionError
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings, WindowPlan
 from voxflow.engines.piper import EngineSettings, PiperEngine
@@ -90,6 +92,19 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
     bench_cmd.add_argument("--json", type=Path, help="also write the results as JSON here")
 
+    server_bench = commands.add_parser(
+        "bench", help="TTFA, cadence, cancel and concurrency figures against a running server"
+    )
+    server_bench.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
+    )
+    server_bench.add_argument("--repeats", type=int, default=20, help="runs per TTFA case")
+    server_bench.add_argument(
+        "--concurrency", type=_schedule, default=(1, 2, 4, 8), help="levels, e.g. 1,2,4,8"
+    )
+    server_bench.add_argument("--token-rate", type=float, default=40.0, help="LLM tokens/s")
+    server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
+
     serve_cmd = commands.add_parser("serve", help="run the server")
     serve_cmd.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve_cmd.add_argument("--port", type=int, help="port (default 8000)")
@@ -97,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--default-voice", help="voice used when a request names none")
     serve_cmd.add_argument(
         "--idle-flush", type=float, dest="idle_flush_s", help="flush text idle this many seconds"
+    )
+    serve_cmd.add_argument(
+        "--wyoming",
+        dest="wyoming_uri",
+        metavar="URI",
+        help="also serve the Wyoming protocol (Home Assistant), e.g. tcp://0.0.0.0:10200",
     )
     return parser
 
@@ -118,8 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _chunks(args, sys.stdin, sys.stdout)
         if args.command == "bench-engine":
             return _bench_engine(args, registry, sys.stdout)
+        if args.command == "bench":
+            return _bench_server(args, sys.stdout)
         return _serve(args)
-    except (ValueError, FileNotFoundError, VoiceNotFoundError) as error:
+    except (ValueError, FileNotFoundError, VoiceNotFoundError, VoxflowConnectionError) as error:
         print(f"voxflow: error: {error}", file=sys.stderr)  # noqa: T201 - CLI output
         return 2
 
@@ -186,6 +209,17 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
     return 0
 
 
+def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
+    options = BenchOptions(
+        repeats=args.repeats, concurrency=args.concurrency, token_rate=args.token_rate
+    )
+    report = run_server_bench_sync(args.url, options, sys.stderr)
+    print(format_report(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     # The server stack is imported only when serving: it doubles the start-up time of the CLI.
     import uvicorn  # noqa: PLC0415
@@ -200,6 +234,7 @@ def _serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         default_voice=args.default_voice,
         idle_flush_s=args.idle_flush_s,
+        wyoming_uri=args.wyoming_uri,
     )
     logging.getLogger("voxflow").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

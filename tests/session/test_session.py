@@ -243,3 +243,27 @@ def test_close_cancels_every_context() -> None:
     cancels = _of(session.drain(), CancelStream)
     assert len(cancels) == 2 and session.open_contexts == 0
     assert np.unique([c.serial for c in cancels]).size == 2
+
+
+@pytest.mark.parametrize("output_format", ["pcm_22050", "pcm_24000", "ulaw_8000"])
+def test_text_after_everything_was_rendered_still_gets_audio(
+    engine: PiperEngine, output_format: str
+) -> None:
+    session = _session()
+    session.start("a", StartOptions(output_format=output_format), 0.0)
+    session.text("a", "First part. ", 0.0)
+    session.flush("a", 0.0)
+    first = _render_all(session, engine, _of(session.drain(), SubmitSegment))
+    before = _of(session.drain(), AudioOut)
+    session.text("a", "Second part, after a pause.", 5.0)
+    session.end("a", 5.0)
+    second = _render_all(session, engine, _of(session.drain(), SubmitSegment))
+    after = _of(session.drain(), AudioOut)
+    assert before and after
+    rate = int(output_format.split("_")[1])
+    width = 1 if output_format.startswith("ulaw") else 2
+    for chunks, utterances in ((before, first), (after, second)):
+        samples = sum(len(a.data) for a in chunks) // width
+        source = sum(u.num_samples for u in utterances.values())
+        assert abs(samples - round(source * rate / 22050)) <= 2
+    assert [a.seq for a in before + after] == list(range(len(before) + len(after)))

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, WebSocket
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 
 from voxflow import __version__
 from voxflow.config import ServerSettings
 from voxflow.server.services import Services
 from voxflow.transports import openai_http
+from voxflow.transports.elevenlabs_ws import mount_elevenlabs  # ElevenLabs-compatible API
 from voxflow.transports.native_ws import serve_native
+from voxflow.transports.wyoming_tcp import start_wyoming_server
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).parent / "static"
 
 
 def _services(request: Request | WebSocket) -> Services:
@@ -29,14 +38,26 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Loading the voice takes a second of CPU: keep it off the event loop.
         services = await asyncio.to_thread(Services.build, settings)
-        app.state.services = services
+        wyoming = None
         try:
+            if settings.wyoming_uri is not None:
+                wyoming = await start_wyoming_server(services, settings.wyoming_uri)
+                log.info("serving Wyoming on %s (port %d)", settings.wyoming_uri, wyoming.port)
+            app.state.services = services
             yield
         finally:
             app.state.services = None
+            if wyoming is not None:
+                await wyoming.close()
             await asyncio.to_thread(services.shutdown)
 
     app = FastAPI(title="voxflow", version=__version__, lifespan=lifespan)
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def demo_page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -80,5 +101,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @app.websocket("/v1/stream")
     async def stream(websocket: WebSocket) -> None:
         await serve_native(websocket, _services(websocket))
+
+    # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs_ws.py).
+    mount_elevenlabs(app)
 
     return app

@@ -118,8 +118,10 @@ class Context:
             self._finished_segments += 1
             if self.idle:
                 # Nothing more is queued: release the resampler's held-back tail now rather than
-                # when (if ever) more text arrives.
+                # when (if ever) more text arrives; later audio starts a fresh encoder (it
+                # follows a pause, so there is no waveform to stay continuous with).
                 chunks.append(self.encoder.flush())
+                self.encoder = StreamEncoder(self.options.output_format, self.options.source_rate)
         return [self._audio(data, now) for data in chunks if data]
 
     def segment_failed(self, tag: int) -> None:

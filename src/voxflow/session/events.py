@@ -58,7 +58,8 @@ class CancelledOut:
     context_id: str
     spoken_text: str
     played_ms: float
-    latency_ms: float
+    latency_ms: float  # from the cancel's arrival to now; transports update it when sending
+    requested_at: float  # when the cancel arrived (session clock)
 
 
 @dataclass(frozen=True)

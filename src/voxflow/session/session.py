@@ -156,6 +156,7 @@ class Session:
                     spoken_text=context.spoken_text(heard_ms),
                     played_ms=heard_ms,
                     latency_ms=max(0.0, 1000.0 * (now - received_at)),
+                    requested_at=received_at,
                 )
             )
 

@@ -21,6 +21,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
 from voxflow.runtime.scheduler import Drained, Scheduler, SchedulerEvent, StreamHandle
 from voxflow.server.metrics import ServerMetrics
@@ -131,7 +132,6 @@ class SessionDriver:
             if isinstance(event, DoneOut) and event.metrics.ttfa_ms is not None:
                 self._metrics.ttfa.observe(event.metrics.ttfa_ms / 1000.0)
             if isinstance(event, CancelledOut):
-                self._metrics.cancel_latency.observe(event.latency_ms / 1000.0)
                 # Audio still queued for a cancelled context would only delay `cancelled`.
                 self.outbound.purge(event.context_id)
         if self.stalled.is_set():
@@ -139,6 +139,15 @@ class SessionDriver:
         if not self.outbound.put(event):
             log.warning("client is not reading; %d events queued", len(self.outbound))
             self.stalled.set()
+
+    def sent(self, event: ClientEvent) -> CancelledOut | None:
+        """Tell the driver ``event`` is about to go out; a ``CancelledOut`` comes back with its
+        latency measured up to now (and observed in the metrics)."""
+        if not isinstance(event, CancelledOut):
+            return None
+        latency_s = max(0.0, self._clock() - event.requested_at)
+        self._metrics.cancel_latency.observe(latency_s)
+        return replace(event, latency_ms=1000.0 * latency_s)
 
     def _sink(self, serial: int) -> Callable[[SchedulerEvent], None]:
         def deliver(event: SchedulerEvent) -> None:

@@ -85,7 +85,7 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
     )
 
 
-def handle_message(driver: SessionDriver, raw: str) -> None:
+def handle_message(driver: SessionDriver, raw: str, received_at: float) -> None:
     """Apply one client message to the session (errors become ``error`` events)."""
     now = driver.now()
     context_id: str | None = None
@@ -115,7 +115,8 @@ def handle_message(driver: SessionDriver, raw: str) -> None:
             session.end(context_id, now)
         elif kind == "cancel":
             played = _field(message, "played_ms", (int, float))
-            session.cancel(context_id, None if played is None else float(played), now, now)
+            played_ms = None if played is None else float(played)
+            session.cancel(context_id, played_ms, now, received_at)
         else:
             raise MessageError(
                 "unknown_type", f"unknown message type {kind!r}; expected one of {MESSAGE_TYPES}"
@@ -234,7 +235,7 @@ async def _read(websocket: WebSocket, driver: SessionDriver) -> None:
         if message["type"] == "websocket.disconnect":
             return
         if message.get("text") is not None:
-            handle_message(driver, message["text"])
+            handle_message(driver, message["text"], driver.now())
         else:
             driver.error(None, "invalid_message", "binary frames are not accepted from clients")
 
@@ -244,6 +245,7 @@ async def _write(
 ) -> None:
     while True:
         event = await driver.outbound.get()
+        event = driver.sent(event) or event
         text, extra = encode_event(event, binary)
         await asyncio.wait_for(websocket.send_text(text), timeout_s)
         if extra is not None:

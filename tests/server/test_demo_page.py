@@ -1,0 +1,200 @@
+"""The demo page (``GET /``) end to end in headless Chromium against a real server.
+
+The page speaks through ``WS /v1/stream``, plays the audio with Web Audio and exposes what it did on
+``window.voxflowDemo``; these tests drive it with Playwright and read those hooks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+SHORT_TEXT = "Hello from the voxflow demo page."
+LONG_TEXT = (
+    "This is a much longer answer, streamed the way a language model writes it, one word at a "
+    "time. It keeps going for a while, so that the listener has time to interrupt it in the "
+    "middle of a sentence. When that happens, the page stops the audio at once and tells the "
+    "server how much of it was actually heard, and the server answers with the text that was "
+    "spoken up to that point, so the agent can cut its history there and nothing more."
+)
+
+
+# -- the server --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_url(server_url: str) -> str:
+    with urllib.request.urlopen(server_url + "/", timeout=5) as response:
+        assert response.status == 200 and b"/static/app.js" in response.read()
+    return server_url
+
+
+# -- the browser -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"Chromium is not installed at {CHROMIUM}: the demo page test needs it "
+            "(`apt-get install -y chromium`; `make test` installs it)",
+            pytrace=False,
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, demo_url: str) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1200, "height": 1000})
+    page = context.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    page.on(
+        "console",
+        lambda message: page_errors.append(message.text) if message.type == "error" else None,
+    )
+    page.goto(demo_url + "/")
+    wait_for(page, "window.voxflowDemo && voxflowDemo.state === 'idle'", "the page to connect")
+    try:
+        yield page
+    finally:
+        context.close()
+    assert page_errors == [], page_errors
+
+
+def wait_for(page: Page, expression: str, what: str, timeout_s: float = 10.0) -> None:
+    """Poll ``expression`` in the page until it is truthy; on timeout, fail with the page state."""
+    try:
+        page.wait_for_function(expression, timeout=timeout_s * 1000)
+    except PlaywrightTimeoutError:
+        state = page.evaluate(
+            "window.voxflowDemo ? JSON.stringify({state: voxflowDemo.state, "
+            "connection: voxflowDemo.connection, stats: voxflowDemo.stats, "
+            "totals: voxflowDemo.totals, errors: voxflowDemo.errors}) : 'no window.voxflowDemo'"
+        )
+        pytest.fail(f"timed out after {timeout_s} s waiting for {what}; page: {state}")
+
+
+def demo(page: Page, expression: str = "voxflowDemo") -> Any:
+    return json.loads(page.evaluate(f"JSON.stringify({expression})"))
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+
+def test_speak_plays_the_audio_then_barge_in_stops_it(page: Page) -> None:
+    voices = page.eval_on_selector_all("#voice option", "options => options.map(o => o.value)")
+    assert "joe" in voices
+    assert page.input_value("#voice") == "joe"
+
+    # Speak: audio arrives and is scheduled on the AudioContext; TTFA is measured and shown.
+    page.fill("#text", SHORT_TEXT)
+    page.click("#speak")
+    wait_for(
+        page,
+        "voxflowDemo.stats.contextId === 'u1' && voxflowDemo.stats.chunksReceived > 0"
+        " && voxflowDemo.stats.chunksScheduled > 0 && voxflowDemo.stats.ttfaMs !== null",
+        "the first audio to be scheduled",
+    )
+    assert page.evaluate("voxflowDemo.debug.audioState()") == "running"
+    stats = demo(page, "voxflowDemo.stats")
+    assert 0 < stats["ttfaMs"] < 5000
+    assert page.text_content("#ttfa") == f"{round(stats['ttfaMs'])} ms"
+    wait_for(page, "voxflowDemo.state === 'idle'", "the sentence to finish playing", 15)
+    stats = demo(page, "voxflowDemo.stats")
+    assert stats["chunksScheduled"] == stats["chunksReceived"] == stats["serverMetrics"]["chunks"]
+    assert stats["activeSources"] == 0
+    assert stats["playedMs"] == pytest.approx(stats["serverMetrics"]["audio_ms"], abs=5)
+    # Gapless: each chunk starts where the previous one ended (barring underruns).
+    chunks = [c for c in demo(page, "voxflowDemo.chunks") if c["contextId"] == "u1"]
+    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
+    for before, after in itertools.pairwise(chunks):
+        if not after["underrun"]:
+            assert after["ctxStart"] == before["ctxEnd"]
+
+    # A longer answer fed token by token like an LLM; barge in while it plays.
+    page.check("#mode-llm")
+    page.fill("#rate", "40")
+    page.fill("#text", LONG_TEXT)
+    page.click("#speak")
+    wait_for(
+        page,
+        "voxflowDemo.stats.contextId === 'u2' && voxflowDemo.stats.chunksScheduled > 0"
+        " && voxflowDemo.stats.playedMs > 900",
+        "the long answer to play for a while",
+    )
+    assert page.evaluate("voxflowDemo.state") == "speaking"
+    page.click("#barge")
+    wait_for(
+        page,
+        "voxflowDemo.stats.lastCancelled && voxflowDemo.stats.lastCancelled.contextId === 'u2'",
+        "the cancelled reply",
+    )
+    cancelled = demo(page, "voxflowDemo.stats.lastCancelled")
+    cancel = demo(page, "voxflowDemo.cancels")[-1]
+    assert cancelled["source"] == "server"  # the context was still open: the server answered
+    assert cancel["contextId"] == "u2" and cancel["playedMs"] > 900
+    assert cancelled["playedMs"] == pytest.approx(cancel["playedMs"], abs=1)
+    spoken = cancelled["spokenText"]
+    assert spoken and LONG_TEXT.startswith(spoken), spoken
+    assert page.is_visible("#cancelled")
+    assert page.text_content("#spoken-text") == spoken
+
+    # Playback stopped at once, and nothing of u2 is scheduled after the barge-in.
+    page.wait_for_timeout(400)  # audio still in flight at the cancel arrives now, if any
+    stats = demo(page, "voxflowDemo.stats")
+    assert stats["activeSources"] == 0
+    assert page.evaluate("voxflowDemo.state") == "idle"
+    chunks = [c for c in demo(page, "voxflowDemo.chunks") if c["contextId"] == "u2"]
+    assert chunks
+    late = [c for c in chunks if c["arrival"] > cancel["sentAt"]]
+    assert all(c["dropped"] and c["scheduledAt"] is None for c in late), late
+    assert all(c["scheduledAt"] <= cancel["sentAt"] for c in chunks if not c["dropped"])
+    assert page.text_content("#current-word") == ""
+
+
+def test_errors_are_shown_and_the_page_reconnects(page: Page) -> None:
+    page.evaluate(
+        "voxflowDemo.debug.send({type: 'start', context_id: 'bad', voice: 'no-such-voice'})"
+    )
+    wait_for(page, "voxflowDemo.errors.length > 0", "the error to arrive")
+    assert page.is_visible("#errors .error")
+    assert "unknown_voice" in page.text_content("#errors")
+
+    connects = page.evaluate("voxflowDemo.totals.connects")
+    page.evaluate("voxflowDemo.debug.dropConnection()")
+    wait_for(
+        page,
+        f"voxflowDemo.totals.connects === {connects + 1} && voxflowDemo.state === 'idle'",
+        "the page to reconnect",
+    )
+    assert page.get_attribute("#conn", "data-state") == "open"
+    assert page.is_enabled("#speak")
