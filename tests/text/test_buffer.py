@@ -486,3 +486,11 @@ def test_long_whitespace_and_long_words_stay_fast() -> None:
     assert texts(by_char)[:2] == ["Start.", "Go"]
     assert len(by_char) == 2 + 200 + 1
     assert elapsed < 5.0
+
+
+def test_first_clause_is_released_as_soon_as_its_space_arrives() -> None:
+    buffer = TextBuffer(ChunkingConfig())
+    assert buffer.feed("The quick brown fox jumps over the lazy dog while the orchestra,") == []
+    (segment,) = buffer.feed(" ")
+    assert segment.text == "The quick brown fox jumps over the lazy dog while the orchestra,"
+    assert segment.boundary is SegmentEnd.CLAUSE

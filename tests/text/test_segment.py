@@ -11,6 +11,7 @@ from voxflow.text.segment import (
     Boundary,
     BoundaryKind,
     BoundaryScanner,
+    _early_clause,
     find_boundaries,
 )
 
@@ -306,7 +307,13 @@ def test_prefix_stability(text: str, data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(text)))
     prefix = text[:cut]
     settled = len(prefix.rstrip())
-    assert find_boundaries(prefix, final=False) == [b for b in full if b.pos < settled]
+    expected = [b for b in full if b.pos < settled]
+    if settled < len(prefix) and _early_clause(prefix, settled):
+        # A clause mark and a space: decided before the next word, and the same in the whole.
+        early = Boundary(settled, BoundaryKind.CLAUSE)
+        assert early in full
+        expected.append(early)
+    assert find_boundaries(prefix, final=False) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -354,3 +361,26 @@ def test_scanner_find_content_skips_whitespace() -> None:
     scanner.feed("  c")
     assert scanner.find_content(2) == 7
     assert scanner.text(0, 2) == "ab"
+
+
+def test_a_clause_mark_and_a_space_are_decided_without_the_next_word() -> None:
+    scanner = BoundaryScanner()
+
+    def clauses(piece: str) -> list[Boundary]:
+        return [b for b in scanner.feed(piece) if b.kind is not BoundaryKind.WORD]
+
+    assert clauses("Well, the orchestra") == [Boundary(5, BoundaryKind.CLAUSE)]
+    assert clauses(" played;") == []
+    # The space after ";" alone completes the clause boundary ...
+    assert scanner.feed(" ") == [Boundary(27, BoundaryKind.CLAUSE)]
+    # ... which is not reported again when the next word confirms it.
+    assert scanner.feed("then") == []
+    # A period still waits: "Dr. Smith" and "end. The" differ only in what follows.
+    assert scanner.feed(" Dr. ") == [Boundary(32, BoundaryKind.WORD)]
+    assert scanner.feed("Smith") == [Boundary(36, BoundaryKind.WORD)]
+    assert find_boundaries("It ended, \n\nThen", final=False) == [
+        Boundary(2, BoundaryKind.WORD),
+        Boundary(9, BoundaryKind.CLAUSE),  # decided at the space: a later blank line is ignored
+    ]
+    assert find_boundaries("It ended,\n\nThen", final=False)[-1].kind is BoundaryKind.SENTENCE
+    assert find_boundaries("Yes, ", final=True) == [Boundary(4, BoundaryKind.SENTENCE)]

@@ -11,12 +11,16 @@ Invariants:
   strongest kind that applies (``WORD`` at least), so boundaries are strictly increasing.
 * A boundary is reported only once the first non-space character after its whitespace run is
   present, because that character confirms or refutes it ("etc. and" versus "etc. The").
-  With ``final=True`` the end of input stands in for that character: the end of the text is a
-  ``SENTENCE`` boundary when the text holds any non-space character.
+  The one exception is a clause mark (``, ; :``, optionally followed by closing quotes) followed
+  by a space or tab: nothing after that space can change it, so it is reported as ``CLAUSE`` as
+  soon as the space arrives (a streamed "orchestra, " need not wait for the next word). With
+  ``final=True`` the end of input stands in for the confirming character: the end of the text
+  is a ``SENTENCE`` boundary when the text holds any non-space character.
 * Classification reads at most ``LOOKBEHIND`` characters before a boundary, plus its whitespace
   run and the one character after it. Hence results are prefix-stable: for every prefix ``p`` of
   ``t``, ``find_boundaries(p, False)`` equals the boundaries of ``find_boundaries(t, False)``
-  whose ``pos < len(p.rstrip())``, and nothing at or after that position is decided yet.
+  whose ``pos < len(p.rstrip())``, plus the early clause boundary at ``len(p.rstrip())`` when
+  ``p`` ends with one; nothing else at or after that position is decided yet.
   ``BoundaryScanner`` relies on this to report the same boundaries however text is split.
 
 Rules (a "terminator" is a run of ``. ! ? …``, optionally followed by closing quotes/brackets):
@@ -38,7 +42,8 @@ Rules (a "terminator" is a run of ``. ! ? …``, optionally followed by closing 
   cut after an abbreviation that was mid-sentence.
 * Dots, colons and commas inside a token (3.14, $3.50, 1,000, 3:30, URLs, e-mail addresses,
   file names, v1.2.3) never produce boundaries because no whitespace follows them.
-* ``CLAUSE``: ``, ; :`` (optionally followed by closing quotes) before whitespace; a spaced
+* ``CLAUSE``: ``, ; :`` (optionally followed by closing quotes) before whitespace (before a
+  space or tab it stays ``CLAUSE`` even if a blank line follows in the same run); a spaced
   dash token (hyphen, ``--``, en dash or em dash) after a word on the same line; a word ending
   in an em dash or ``--``; and a single newline after text, which upgrades a weaker boundary.
 """
@@ -131,6 +136,8 @@ def find_boundaries(text: str, final: bool) -> list[Boundary]:
     found = _scan(text, 0)
     if final:
         end = len(text.rstrip())
+        if found and found[-1].pos == end:
+            found.pop()  # an early clause boundary at the very end: the end is stronger
         if end:
             found.append(Boundary(end, BoundaryKind.SENTENCE))
     return found
@@ -149,6 +156,7 @@ class BoundaryScanner:
         self._text = ""
         self._base = 0  # stream offset of self._text[0]
         self._settled = 0  # every boundary with pos < settled has been reported
+        self._reported = 0  # the last position reported (early boundaries sit at `settled`)
         self._released = 0  # the caller no longer reads text before this offset
 
     @property
@@ -168,11 +176,16 @@ class BoundaryScanner:
         lo = self._settled - self._base
         self._text += piece
         stripped = piece.rstrip()
-        if not stripped:
-            # Whitespace alone neither confirms a boundary nor moves the settled point.
-            return []
-        self._settled = self.end - (len(piece) - len(stripped))
-        found = [Boundary(self._base + b.pos, b.kind) for b in _scan(self._text, lo)]
+        if stripped:
+            self._settled = self.end - (len(piece) - len(stripped))
+        # Whitespace alone does not move the settled point, but may complete an early clause.
+        found = [
+            Boundary(self._base + b.pos, b.kind)
+            for b in _scan(self._text, lo)
+            if self._base + b.pos > self._reported
+        ]
+        if found:
+            self._reported = found[-1].pos
         self._trim()
         return found
 
@@ -211,16 +224,31 @@ def _scan(text: str, lo: int) -> list[Boundary]:
     size = len(text)
     for gap in _GAP.finditer(text, lo):
         start, end = gap.span()
-        if end == size:
-            break
         if start == 0:
             continue  # leading whitespace ends no word
+        if end == size:
+            if _early_clause(text, start):
+                found.append(Boundary(start, BoundaryKind.CLAUSE))
+            break
         found.append(Boundary(start, _classify(text, start, end)))
     return found
 
 
+def _early_clause(text: str, start: int) -> bool:
+    """A clause mark before a space or tab at ``start``: ``CLAUSE`` whatever follows."""
+    if text[start] not in " \t":
+        return False
+    floor = max(0, start - LOOKBEHIND)
+    closed = start
+    while closed > floor and text[closed - 1] in _CLOSERS:
+        closed -= 1
+    return closed > floor and text[closed - 1] in _CLAUSE_MARKS
+
+
 def _classify(text: str, start: int, end: int) -> BoundaryKind:
     """Kind of the boundary at ``start``, a whitespace run ending before ``text[end]``."""
+    if _early_clause(text, start):
+        return BoundaryKind.CLAUSE
     newlines = text.count("\n", start, end)
     if newlines >= 2:
         return BoundaryKind.SENTENCE
