@@ -15,19 +15,20 @@ def test_health_and_readiness(server_url: str) -> None:
     assert status == 200 and json.loads(body) == {"status": "ready", "default_voice": "joe"}
 
 
-def test_voices(server_url: str) -> None:
+def test_voices_serve_both_our_fields_and_elevenlabs(server_url: str) -> None:
     _, body = _get(server_url + "/v1/voices")
-    voices = json.loads(body)["voices"]
-    assert voices == [
-        {
-            "name": "joe",
-            "language": "en_US",
-            "sample_rate": 22050,
-            "source": "bundled",
-            "speakers": [],
-            "default": True,
-        }
-    ]
+    (voice,) = json.loads(body)["voices"]
+    native = {
+        "name": "joe",
+        "language": "en_US",
+        "sample_rate": 22050,
+        "source": "bundled",
+        "speakers": [],
+        "default": True,
+    }
+    assert {k: voice[k] for k in native} == native
+    assert voice["voice_id"] == "joe" and voice["category"] == "premade"
+    assert voice["labels"]["language"] == "en"
 
 
 def test_metrics_expose_the_documented_series(server_url: str) -> None:

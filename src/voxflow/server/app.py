@@ -17,7 +17,8 @@ from voxflow import __version__
 from voxflow.config import ServerSettings
 from voxflow.server.services import Services
 from voxflow.transports import openai_http
-from voxflow.transports.elevenlabs_ws import mount_elevenlabs  # ElevenLabs-compatible API
+from voxflow.transports.elevenlabs_http import elevenlabs_voice_fields
+from voxflow.transports.elevenlabs_ws import mount_elevenlabs
 from voxflow.transports.native_ws import serve_native
 from voxflow.transports.wyoming_tcp import start_wyoming_server
 
@@ -81,6 +82,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def voices(request: Request) -> dict[str, Any]:
         services = _services(request)
         return {
+            # One list serves both our clients and ElevenLabs' (whose GET /v1/voices has the
+            # same path and a top-level "voices" list): each object carries both field sets.
             "voices": [
                 {
                     "name": v.name,
@@ -89,6 +92,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                     "source": v.source,
                     "speakers": list(v.speakers),
                     "default": v.name == services.default_voice,
+                    **elevenlabs_voice_fields(v, v.name == services.default_voice),
                 }
                 for v in services.registry.list()
             ]

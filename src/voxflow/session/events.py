@@ -70,7 +70,14 @@ class ErrorOut:
     retryable: bool = False
 
 
-ClientEvent = AudioOut | TimestampsOut | DoneOut | CancelledOut | ErrorOut
+@dataclass(frozen=True)
+class CloseOut:
+    """Not a message: the transport closes the connection once everything before it is sent."""
+
+    reason: str
+
+
+ClientEvent = AudioOut | TimestampsOut | DoneOut | CancelledOut | ErrorOut | CloseOut
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from voxflow.session.context import Context, ContextOptions, ContextState
 from voxflow.session.events import (
     CancelledOut,
     CancelStream,
+    CloseOut,
     CloseStream,
     DoneOut,
     ErrorOut,
@@ -163,6 +164,10 @@ class Session:
     def error(self, context_id: str | None, code: str, message: str) -> None:
         """Report a transport-level problem (malformed JSON, unknown type) in order."""
         self._outputs.append(ErrorOut(context_id, code, message))
+
+    def request_close(self, reason: str) -> None:
+        """Ask the transport to close the connection after the events output so far."""
+        self._outputs.append(CloseOut(reason))
 
     def close(self) -> None:
         """The client is gone: stop every context's work."""

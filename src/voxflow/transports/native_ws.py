@@ -23,6 +23,7 @@ from voxflow.session.events import (
     AudioOut,
     CancelledOut,
     ClientEvent,
+    CloseOut,
     DoneOut,
     ErrorOut,
     TimestampsOut,
@@ -181,7 +182,8 @@ def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
             "latency_ms": round(event.latency_ms, 3),
         }
     else:
-        assert isinstance(event, ErrorOut)
+        if not isinstance(event, ErrorOut):
+            raise TypeError(f"no wire form for {event!r}")
         body = {
             "type": "error",
             "context_id": event.context_id,
@@ -245,6 +247,8 @@ async def _write(
 ) -> None:
     while True:
         event = await driver.outbound.get()
+        if isinstance(event, CloseOut):
+            return
         event = driver.sent(event) or event
         text, extra = encode_event(event, binary)
         await asyncio.wait_for(websocket.send_text(text), timeout_s)

@@ -39,7 +39,7 @@ from voxflow import __version__
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.server.services import Services
-from voxflow.session.events import AudioOut, DoneOut, ErrorOut
+from voxflow.session.events import AudioOut, CloseOut, DoneOut, ErrorOut
 from voxflow.session.session import StartOptions
 
 with warnings.catch_warnings():
@@ -487,6 +487,8 @@ class _Connection:
             if isinstance(event, ErrorOut):
                 await self._send(Error(text=event.message, code=event.code).event())
                 continue
+            if isinstance(event, CloseOut):
+                return  # nothing here asks for it; a close request ends the stream of replies
             if request is None or request.context_id != event.context_id:
                 continue  # not the current request's: nothing left to answer it
             if isinstance(event, AudioOut):

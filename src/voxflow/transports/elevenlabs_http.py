@@ -1,0 +1,324 @@
+"""ElevenLabs-compatible HTTP text-to-speech and voice listing.
+
+``POST /v1/text-to-speech/{voice_id}`` and ``.../stream`` answer raw audio, streamed as it is
+rendered; ``.../with-timestamps`` answers one JSON object and ``.../stream/with-timestamps`` one
+JSON object per line, each with base64 audio and the characters first heard in it. HTTP alignment
+uses ElevenLabs' HTTP names (``characters``, ``character_start_times_seconds``,
+``character_end_times_seconds``) and times in seconds from the start of the request's audio,
+unlike the WebSocket's per-chunk milliseconds.
+
+Shared with the WebSocket transport: voice id resolution (a voxflow voice name, or an
+ElevenLabs-style 20-character id, which maps to the default voice), ``voice_settings`` parsing and
+the output format rule (ElevenLabs' default, ``mp3_44100_128``, is refused until the mp3 encoder
+exists, as every mp3 and opus name is). Errors use ElevenLabs' HTTP shape,
+``{"detail": {"status": ..., "message": ...}}``, so its SDKs surface the message.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import re
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from voxflow.audio.formats import Codec, OutputFormat, UnsupportedFormatError, parse_output_format
+from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
+from voxflow.server.services import Services
+from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
+from voxflow.session.events import AudioOut, DoneOut, ErrorOut, TimestampsOut
+from voxflow.session.session import StartOptions
+from voxflow.transports.driver import SessionDriver
+
+ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
+# ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
+ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
+_CONTEXT = "tts"
+_MEDIA_TYPES = {Codec.PCM: "audio/pcm", Codec.ULAW: "audio/basic", Codec.ALAW: "audio/x-alaw-basic"}
+
+
+class ElevenLabsError(ValueError):
+    """A bad request: ``status`` is ElevenLabs' snake_case error name."""
+
+    def __init__(self, status: str, message: str, http_status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.http_status = http_status
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(
+            {"detail": {"status": self.status, "message": self.message}},
+            status_code=self.http_status,
+        )
+
+
+# -- shared with the WebSocket transport ----------------------------------------------------------
+
+
+def resolve_voice_id(services: Services, voice_id: str) -> str:
+    """The voxflow voice for an ElevenLabs ``voice_id``.
+
+    A voxflow voice name selects that voice. Clients written for ElevenLabs carry opaque ids for
+    voices that do not exist here; an id of ElevenLabs' shape maps to the default voice so they
+    work unchanged. Anything else is a typo and answers ``voice_not_found``.
+    """
+    try:
+        return services.registry.get(voice_id).name
+    except VoiceNotFoundError as error:
+        if ELEVENLABS_VOICE_ID.fullmatch(voice_id):
+            return services.default_voice
+        raise ElevenLabsError(
+            "voice_not_found",
+            f"A voice with the voice_id {voice_id} was not found ({error}; ElevenLabs-style "
+            "20-character ids map to the default voice).",
+            404,
+        ) from error
+
+
+def check_output_format(name: str | None) -> OutputFormat:
+    """The output format asked for; absent means ElevenLabs' default, which is mp3."""
+    try:
+        return parse_output_format(name or ELEVENLABS_DEFAULT_FORMAT)
+    except UnsupportedFormatError as error:
+        hint = "" if name else " (ElevenLabs' default is mp3_44100_128: pass output_format)"
+        raise ElevenLabsError("invalid_output_format", f"{error}{hint}") from error
+
+
+def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
+    """``VoiceSettings`` from ElevenLabs' ``voice_settings``: only ``speed`` applies to Piper;
+    stability, similarity_boost, style and use_speaker_boost are accepted and ignored."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ElevenLabsError("invalid_voice_settings", "voice_settings must be an object")
+    speed = raw.get("speed")
+    if speed is None:
+        speed = 1.0
+    if isinstance(speed, bool) or not isinstance(speed, int | float):
+        raise ElevenLabsError("invalid_voice_settings", "voice_settings.speed must be a number")
+    try:
+        return VoiceSettings(speed=float(speed), seed=seed)
+    except ValueError as error:
+        raise ElevenLabsError("invalid_voice_settings", str(error)) from error
+
+
+def ws_alignment(alignment: ChunkAlignment) -> dict[str, Any] | None:
+    """ElevenLabs' WebSocket alignment: times in whole ms from the start of the chunk."""
+    if not alignment.chars:
+        return None
+    return {
+        "chars": [c.char for c in alignment.chars],
+        "charStartTimesMs": alignment.relative_starts_ms(),
+        "charDurationsMs": alignment.durations_ms(),
+    }
+
+
+def http_alignment(chars: tuple[TimedChar, ...]) -> dict[str, Any] | None:
+    """ElevenLabs' HTTP alignment: times in seconds from the start of the request's audio."""
+    if not chars:
+        return None
+    return {
+        "characters": [c.char for c in chars],
+        "character_start_times_seconds": [round(c.start_ms / 1000.0, 3) for c in chars],
+        "character_end_times_seconds": [
+            round((c.start_ms + c.duration_ms) / 1000.0, 3) for c in chars
+        ],
+    }
+
+
+# -- voices ---------------------------------------------------------------------------------------
+
+
+def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
+    """ElevenLabs ``Voice`` fields for one voice, to merge into voxflow's own voice objects.
+
+    ``name`` is the voxflow voice name, as in voxflow's listing, so the merged object is valid
+    for both clients; ``voice_id`` is that name too, which ``/v1/text-to-speech/{voice_id}``
+    accepts.
+    """
+    language = info.language.replace("_", "-")
+    labels = {"language": language.split("-")[0], "locale": language, "engine": "piper"}
+    if default:
+        labels["default"] = "true"
+    return {
+        "voice_id": info.name,
+        "name": info.name,
+        "category": "premade",
+        "labels": labels,
+        "description": f"Piper voice {info.name} ({language}, {info.sample_rate} Hz)",
+        "preview_url": None,
+        "available_for_tiers": [],
+        "settings": None,
+        "high_quality_base_model_ids": [],
+        "is_owner": False,
+        "is_legacy": False,
+    }
+
+
+def _voice(services: Services, info: VoiceInfo) -> dict[str, Any]:
+    default = info.name == services.default_voice
+    return {
+        **elevenlabs_voice_fields(info, default),
+        "language": info.language,
+        "sample_rate": info.sample_rate,
+        "source": info.source,
+        "speakers": list(info.speakers),
+        "default": default,
+    }
+
+
+def voices_v2(
+    services: Services, search: str | None, page_size: int, next_page_token: str | None
+) -> Response:
+    """``GET /v2/voices``: ElevenLabs' paginated listing (``search`` matches the name)."""
+    if not 1 <= page_size <= 100:
+        return ElevenLabsError(
+            "invalid_page_size", "page_size must be between 1 and 100"
+        ).response()
+    try:
+        start = int(next_page_token or 0)
+    except ValueError:
+        return ElevenLabsError("invalid_page_token", "next_page_token is not valid").response()
+    voices = [v for v in services.registry.list() if not search or search.lower() in v.name.lower()]
+    page = voices[start : start + page_size]
+    more = start + page_size < len(voices)
+    return JSONResponse(
+        {
+            "voices": [_voice(services, v) for v in page],
+            "has_more": more,
+            "total_count": len(voices),
+            "next_page_token": str(start + page_size) if more else None,
+        }
+    )
+
+
+def voice(services: Services, voice_id: str) -> Response:
+    """``GET /v1/voices/{voice_id}``; an ElevenLabs-style id describes the default voice."""
+    try:
+        name = resolve_voice_id(services, voice_id)
+    except ElevenLabsError as error:
+        return error.response()
+    return JSONResponse({**_voice(services, services.registry.get(name)), "voice_id": voice_id})
+
+
+# -- text to speech -------------------------------------------------------------------------------
+
+
+class SpeechBody(BaseModel):
+    """The request body; fields voxflow cannot use are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(min_length=1)
+    model_id: str | None = None  # informational: there is one engine
+    language_code: str | None = None  # the voice decides the language
+    voice_settings: dict[str, Any] | None = None
+    seed: int | None = Field(default=None, ge=0, le=4_294_967_295)
+    # Request stitching and pronunciation dictionaries have no equivalent here.
+    previous_text: str | None = None
+    next_text: str | None = None
+    apply_text_normalization: str | None = None
+
+
+async def text_to_speech(
+    services: Services,
+    voice_id: str,
+    body: SpeechBody,
+    output_format: str | None,
+    stream: bool,
+    timestamps: bool,
+) -> Response:
+    """The four ``/v1/text-to-speech/{voice_id}...`` endpoints."""
+    try:
+        fmt = check_output_format(output_format)
+        voice_name = resolve_voice_id(services, voice_id)
+        settings = voice_settings(body.voice_settings, body.seed)
+        if len(body.text) > services.settings.max_message_chars:
+            raise ElevenLabsError(
+                "max_character_limit_exceeded",
+                f"text is longer than {services.settings.max_message_chars} characters",
+            )
+    except ElevenLabsError as error:
+        return error.response()
+    driver = services.new_driver()
+    now = driver.now()
+    options = StartOptions(voice=voice_name, output_format=fmt.name, settings=settings)
+    driver.session.start(_CONTEXT, options, now)
+    driver.session.text(_CONTEXT, body.text, now)
+    driver.session.end(_CONTEXT, now)
+    driver.dispatch()
+    headers = {"Cache-Control": "no-store"}
+    if not timestamps:
+        return StreamingResponse(
+            _audio(driver, body.text), media_type=_MEDIA_TYPES[fmt.codec], headers=headers
+        )
+    if stream:
+        return StreamingResponse(
+            _timestamped_lines(driver, body.text),
+            media_type="application/x-ndjson",
+            headers=headers,
+        )
+    return JSONResponse(await _timestamped_whole(driver, body.text), headers=headers)
+
+
+async def _chunks(
+    driver: SessionDriver, text: str
+) -> AsyncGenerator[tuple[bytes, tuple[TimedChar, ...]], None]:
+    """The request's audio chunks with the characters first heard in each, then whatever
+    characters are left at the end with no audio; stops the synthesis if the client leaves."""
+    aligner = CharAligner()
+    try:
+        while True:
+            event = await driver.outbound.get()
+            if isinstance(event, TimestampsOut):
+                aligner.add(event, text)
+            elif isinstance(event, AudioOut):
+                yield event.data, aligner.take(event).chars
+            elif isinstance(event, DoneOut):
+                rest = aligner.finish(text).chars
+                if rest:
+                    yield b"", rest
+                return
+            elif isinstance(event, ErrorOut):
+                # Headers are already sent: the honest signal left is a truncated body.
+                raise RuntimeError(f"synthesis failed: {event.message}")
+    finally:
+        await driver.close()
+
+
+async def _audio(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
+    async with contextlib.aclosing(_chunks(driver, text)) as chunks:
+        async for data, _ in chunks:
+            if data:
+                yield data
+
+
+def _line(data: bytes, chars: tuple[TimedChar, ...]) -> dict[str, Any]:
+    alignment = http_alignment(chars)
+    return {
+        "audio_base64": base64.b64encode(data).decode("ascii"),
+        "alignment": alignment,
+        # voxflow does not normalize text before speaking it: both alignments are the same.
+        "normalized_alignment": alignment,
+    }
+
+
+async def _timestamped_lines(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
+    async with contextlib.aclosing(_chunks(driver, text)) as chunks:
+        async for data, chars in chunks:
+            yield (json.dumps(_line(data, chars), ensure_ascii=False) + "\n").encode()
+
+
+async def _timestamped_whole(driver: SessionDriver, text: str) -> dict[str, Any]:
+    audio = bytearray()
+    chars: list[TimedChar] = []
+    async with contextlib.aclosing(_chunks(driver, text)) as chunks:
+        async for data, more in chunks:
+            audio += data
+            chars.extend(more)
+    return _line(bytes(audio), tuple(chars))

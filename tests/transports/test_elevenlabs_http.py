@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+from elevenlabs import VoiceSettings
+from elevenlabs.client import ElevenLabs
+from elevenlabs.core.api_error import ApiError
+from elevenlabs.types import GetVoicesResponse, Voice
+
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.transports.elevenlabs_http import elevenlabs_voice_fields
+
+LONG = (
+    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
+    "in the distance, prepares for a long evening of music that nobody will forget."
+)
+EL_VOICE = "21m00Tcm4TlvDq8ikWAM"
+
+
+@pytest.fixture
+def client(server_url: str) -> Iterator[ElevenLabs]:
+    # Our own httpx client, so its connections are closed when the test ends.
+    with httpx.Client(timeout=60) as http:
+        yield ElevenLabs(base_url=server_url, api_key="not-needed", httpx_client=http)
+
+
+def test_stream_sends_pcm_as_it_is_rendered(client: ElevenLabs) -> None:
+    started = time.monotonic()
+    arrivals: list[float] = []
+    data = b""
+    for chunk in client.text_to_speech.stream(
+        voice_id=EL_VOICE,
+        text=LONG,
+        model_id="eleven_flash_v2_5",
+        output_format="pcm_24000",
+        voice_settings=VoiceSettings(stability=0.5, similarity_boost=0.7, speed=1.0),
+    ):
+        arrivals.append(time.monotonic() - started)
+        data += chunk
+    assert len(data) % 2 == 0
+    assert 5.0 < len(data) / 2 / 24000 < 15.0
+    assert np.abs(np.frombuffer(data, dtype="<i2")).max() > 1000
+    assert len(arrivals) > 3
+    assert arrivals[0] < 0.5 * arrivals[-1]
+
+
+def test_speed_and_format_apply(client: ElevenLabs) -> None:
+    text = "Speed changes how long this sentence takes to say."
+    normal = b"".join(
+        client.text_to_speech.convert(voice_id="joe", text=text, output_format="ulaw_8000")
+    )
+    fast = b"".join(
+        client.text_to_speech.convert(
+            voice_id="joe",
+            text=text,
+            output_format="ulaw_8000",
+            voice_settings=VoiceSettings(speed=1.5),
+        )
+    )
+    # One byte a sample at 8 kHz.
+    assert 1.5 < len(normal) / 8000 < 6.0
+    assert len(fast) < 0.85 * len(normal)
+
+
+def test_seed_makes_audio_reproducible(client: ElevenLabs) -> None:
+    def say() -> bytes:
+        return b"".join(
+            client.text_to_speech.convert(
+                voice_id="joe", text="Same words, same seed.", output_format="pcm_16000", seed=42
+            )
+        )
+
+    assert say() == say()
+
+
+def test_stream_with_timestamps_aligns_every_character(client: ElevenLabs) -> None:
+    text = "Hello there, my friend. How are you doing today? "
+    audio = b""
+    characters: list[str] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    for chunk in client.text_to_speech.stream_with_timestamps(
+        voice_id="joe", text=text, output_format="pcm_16000"
+    ):
+        audio += base64.b64decode(chunk.audio_base_64)
+        if chunk.alignment is not None:
+            assert chunk.normalized_alignment == chunk.alignment
+            characters += chunk.alignment.characters
+            starts += chunk.alignment.character_start_times_seconds
+            ends += chunk.alignment.character_end_times_seconds
+            # Times run from the start of the request's audio, not from the chunk.
+            assert chunk.alignment.character_start_times_seconds[0] <= len(audio) / 2 / 16000
+    assert "".join(characters) == text
+    assert starts == sorted(starts)
+    assert all(end >= start for start, end in zip(starts, ends, strict=True))
+    duration = len(audio) / 2 / 16000
+    assert 1.5 < duration < 8.0
+    assert ends[-1] <= duration + 0.01
+    # Word starts spread over the audio rather than bunching at its start.
+    assert starts[text.index("today")] > 0.6 * duration
+
+
+def test_convert_with_timestamps_returns_one_object(client: ElevenLabs) -> None:
+    text = "One object, all characters."
+    response = client.text_to_speech.convert_with_timestamps(
+        voice_id="joe", text=text, output_format="pcm_22050"
+    )
+    assert response.alignment is not None
+    assert "".join(response.alignment.characters) == text
+    audio = base64.b64decode(response.audio_base_64)
+    assert len(audio) / 2 / 22050 > 1.0
+
+
+@pytest.mark.parametrize(
+    ("voice", "output_format", "status", "error"),
+    [
+        ("joe", None, 400, "invalid_output_format"),  # ElevenLabs' default is mp3
+        ("joe", "mp3_44100_128", 400, "invalid_output_format"),
+        ("joe", "opus_48000_64", 400, "invalid_output_format"),
+        ("nobody", "pcm_16000", 404, "voice_not_found"),
+    ],
+)
+def test_errors_use_elevenlabs_shape(
+    client: ElevenLabs, voice: str, output_format: str | None, status: int, error: str
+) -> None:
+    with pytest.raises(ApiError) as raised:
+        b"".join(
+            client.text_to_speech.stream(
+                voice_id=voice,
+                text="Hi.",
+                output_format=output_format,
+            )
+        )
+    assert raised.value.status_code == status
+    assert raised.value.body["detail"]["status"] == error
+    assert raised.value.body["detail"]["message"]
+
+
+def test_text_over_the_limit_is_refused(client: ElevenLabs) -> None:
+    with pytest.raises(ApiError) as raised:
+        client.text_to_speech.convert_with_timestamps(
+            voice_id="joe", text="x" * 10_001, output_format="pcm_16000"
+        )
+    assert raised.value.status_code == 400
+    assert raised.value.body["detail"]["status"] == "max_character_limit_exceeded"
+
+
+def test_voices_v2_and_single_voice(client: ElevenLabs) -> None:
+    listing = client.voices.search(page_size=5)
+    assert listing.total_count == 1 and not listing.has_more
+    (voice,) = listing.voices
+    assert voice.voice_id == "joe" and voice.name == "joe" and voice.category == "premade"
+    assert voice.labels is not None and voice.labels["language"] == "en"
+    assert client.voices.search(search="nobody").voices == []
+    assert client.voices.get("joe").voice_id == "joe"
+    mapped = client.voices.get(EL_VOICE)
+    assert mapped.voice_id == EL_VOICE and mapped.name == "joe"
+    with pytest.raises(ApiError) as raised:
+        client.voices.get("nobody")
+    assert raised.value.status_code == 404
+
+
+def test_merged_voice_objects_parse_for_both_clients(server_url: str) -> None:
+    # What GET /v1/voices serves once the app merges these fields into its own objects.
+    registry = VoiceRegistry()
+    with urllib.request.urlopen(server_url + "/v1/voices", timeout=10) as response:
+        native = json.loads(response.read())["voices"]
+    merged = [
+        {**v, **elevenlabs_voice_fields(registry.get(v["name"]), v["default"])} for v in native
+    ]
+    for before, after in zip(native, merged, strict=True):
+        assert {k: after[k] for k in before} == before  # voxflow's fields are unchanged
+    parsed = GetVoicesResponse.model_validate({"voices": merged})
+    assert [v.voice_id for v in parsed.voices] == [v["name"] for v in native]
+    strict = Voice.model_validate(merged[0])
+    assert strict.labels is not None and strict.labels.get("default") == "true"
+
+
+def _active_contexts(server_url: str) -> float:
+    with urllib.request.urlopen(server_url + "/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("voxflow_active_contexts "):
+                return float(line.split()[1])
+    raise AssertionError("no voxflow_active_contexts series")
+
+
+def test_client_leaving_early_stops_the_synthesis(server_url: str) -> None:
+    # Forty seconds of audio: paced to playback, it would keep its context busy for a while.
+    body = json.dumps({"text": LONG * 4}).encode()
+    request = urllib.request.Request(
+        server_url + "/v1/text-to-speech/joe/stream?output_format=pcm_8000",
+        data=body,
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.read(4000)
+        assert _active_contexts(server_url) >= 1
+    deadline = time.monotonic() + 10
+    while _active_contexts(server_url) > 0:
+        assert time.monotonic() < deadline, "the synthesis went on after the client left"
+        time.sleep(0.05)
