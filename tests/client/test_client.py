@@ -14,6 +14,8 @@ from contextlib import asynccontextmanager
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
+from voxflow.bench.engine import LONG_SENTENCE as LONG
+from voxflow.bench.engine import SHORT
 from voxflow.client import (
     AudioEvent,
     CancelledEvent,
@@ -29,11 +31,6 @@ from voxflow.client import (
     stream_url,
 )
 
-SHORT = "Sure, I can help you with that now."
-LONG = (
-    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments in "
-    "the distance, prepares for a long evening of music that nobody in town will forget."
-)
 # Long enough that synthesis is still running when the test barges in.
 MEDIUM = (
     f"{LONG} The conductor smiles, lifts her baton, and the first notes rise into the warm night "

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from voxflow.bench.engine import LONG_SENTENCE as LONG
+from voxflow.bench.engine import SHORT
 from voxflow.bench.progress import ProgressLine
 from voxflow.client.client import (
     AudioEvent,
@@ -38,11 +40,6 @@ from voxflow.client.client import (
     stream_url,
 )
 
-SHORT = "Sure, I can help you with that now."
-LONG = (
-    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments in "
-    "the distance, prepares for a long evening of music that nobody in town will forget."
-)
 LONG_TEXT = (
     "Thanks for waiting while I checked your order in our system. The package left our "
     "warehouse on Monday morning and is now with the regional courier, who expects to deliver "

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 
 from voxflow.runtime.scheduler import Drained, Scheduler, SchedulerEvent, StreamHandle
@@ -32,6 +32,7 @@ from voxflow.session.events import (
     ClientEvent,
     CloseStream,
     DoneOut,
+    ErrorOut,
     OpenStream,
     SubmitSegment,
     TimestampsOut,
@@ -189,3 +190,23 @@ class SessionDriver:
         self._timer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._timer
+
+
+async def request_events(driver: SessionDriver) -> AsyncGenerator[AudioOut | TimestampsOut, None]:
+    """The audio and timestamps of a one-context request (HTTP), ending at its ``done``.
+
+    Closing the driver when the iteration ends, however it ends, is what stops the synthesis of
+    a client that went away. An error after the response has started cannot change its status:
+    it ends the body early, the honest signal left.
+    """
+    try:
+        while True:
+            event = await driver.outbound.get()
+            if isinstance(event, AudioOut | TimestampsOut):
+                yield event
+            elif isinstance(event, DoneOut):
+                return
+            elif isinstance(event, ErrorOut):
+                raise RuntimeError(f"synthesis failed: {event.message}")
+    finally:
+        await driver.close()

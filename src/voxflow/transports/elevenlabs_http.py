@@ -30,9 +30,9 @@ from voxflow.audio.formats import Codec, OutputFormat, UnsupportedFormatError, p
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.server.services import Services
 from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
-from voxflow.session.events import AudioOut, DoneOut, ErrorOut, TimestampsOut
+from voxflow.session.events import TimestampsOut
 from voxflow.session.session import StartOptions
-from voxflow.transports.driver import SessionDriver
+from voxflow.transports.driver import SessionDriver, request_events
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
@@ -272,23 +272,15 @@ async def _chunks(
     """The request's audio chunks with the characters first heard in each, then whatever
     characters are left at the end with no audio; stops the synthesis if the client leaves."""
     aligner = CharAligner()
-    try:
-        while True:
-            event = await driver.outbound.get()
+    async with contextlib.aclosing(request_events(driver)) as events:
+        async for event in events:
             if isinstance(event, TimestampsOut):
                 aligner.add(event, text)
-            elif isinstance(event, AudioOut):
+            else:
                 yield event.data, aligner.take(event).chars
-            elif isinstance(event, DoneOut):
-                rest = aligner.finish(text).chars
-                if rest:
-                    yield b"", rest
-                return
-            elif isinstance(event, ErrorOut):
-                # Headers are already sent: the honest signal left is a truncated body.
-                raise RuntimeError(f"synthesis failed: {event.message}")
-    finally:
-        await driver.close()
+    rest = aligner.finish(text).chars
+    if rest:
+        yield b"", rest
 
 
 async def _audio(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:

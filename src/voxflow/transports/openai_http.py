@@ -10,6 +10,7 @@ and mapped to the default voice so clients that whitelist them work unchanged.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import struct
 from collections.abc import AsyncIterator
@@ -20,9 +21,9 @@ from pydantic import BaseModel, Field
 
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.server.services import Services
-from voxflow.session.events import AudioOut, DoneOut, ErrorOut
+from voxflow.session.events import AudioOut
 from voxflow.session.session import StartOptions
-from voxflow.transports.driver import SessionDriver
+from voxflow.transports.driver import SessionDriver, request_events
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
@@ -134,19 +135,10 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
 
 
 async def _events(driver: SessionDriver) -> AsyncIterator[AudioOut]:
-    """The request's audio, ending at ``done``; stops the synthesis if the client goes away."""
-    try:
-        while True:
-            event = await driver.outbound.get()
+    async with contextlib.aclosing(request_events(driver)) as events:
+        async for event in events:
             if isinstance(event, AudioOut):
                 yield event
-            elif isinstance(event, DoneOut):
-                return
-            elif isinstance(event, ErrorOut):
-                # Headers are already sent: the honest signal left is a truncated body.
-                raise RuntimeError(f"synthesis failed: {event.message}")
-    finally:
-        await driver.close()
 
 
 async def _audio(driver: SessionDriver, wav: bool) -> AsyncIterator[bytes]:
