@@ -26,6 +26,7 @@ _ESPEAK_LOCK = threading.Lock()
 _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCT = "\"'()[]{}<>«»“”‘’,;:!?.…—–-"
 _NON_PHONE = set(" ,.;:!?-'\"()…—–")
+_STRESS = ("ˈ", "ˌ")
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,10 @@ def align_words(
         if indices:
             start = max(cursor, indices[0])
             end = max(start, indices[-1] + 1)
+            # A stress mark before the word's first phoneme is skipped by the matching, but the
+            # voice spends its frames there sounding the (stressed) first vowel: it is the word's.
+            while start > cursor and phonemes[start - 1] in _STRESS:
+                start -= 1
         else:
             start = end = cursor
         ranges.append((start, end))
