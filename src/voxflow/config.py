@@ -28,6 +28,7 @@ class ServerSettings:
     write_timeout_s: float = 10.0  # a send that takes longer closes the connection
     idle_flush_s: float | None = None  # flush buffered text after this much silence
     max_lead_s: float = 20.0  # a stream this far ahead of its client's playback waits
+    sentence_pause_ms: float = 250.0  # silence between a sentence's end and the next one's speech
     wyoming_uri: str | None = None  # e.g. tcp://0.0.0.0:10200 to also serve Wyoming (off)
 
     def __post_init__(self) -> None:

@@ -398,7 +398,7 @@ def test_bad_input_gets_error_events_and_the_connection_stays_usable(ws_url: str
             error = await first(client, "bad")
             assert isinstance(error, ErrorEvent)
             assert (error.context_id, error.code) == ("bad", "unknown_voice")
-            await client.start("fmt", output_format="mp3_44100_128")
+            await client.start("fmt", output_format="mp3_44100_999")
             error = await first(client, "fmt")
             assert isinstance(error, ErrorEvent) and error.code == "unsupported_format"
             await client.flush("ghost")

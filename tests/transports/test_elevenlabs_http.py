@@ -121,9 +121,8 @@ def test_convert_with_timestamps_returns_one_object(client: ElevenLabs) -> None:
 @pytest.mark.parametrize(
     ("voice", "output_format", "status", "error"),
     [
-        ("joe", None, 400, "invalid_output_format"),  # ElevenLabs' default is mp3
-        ("joe", "mp3_44100_128", 400, "invalid_output_format"),
-        ("joe", "opus_48000_64", 400, "invalid_output_format"),
+        ("joe", "mp3_44100_999", 400, "invalid_output_format"),
+        ("joe", "vorbis_44100", 400, "invalid_output_format"),
         ("nobody", "pcm_16000", 404, "voice_not_found"),
     ],
 )

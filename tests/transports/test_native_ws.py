@@ -86,7 +86,7 @@ def test_a_context_streams_timestamps_audio_and_done(ws: ClientConnection) -> No
         (json.dumps({"type": "text", "text": 5}), "invalid_message"),
         (json.dumps({"type": "start", "context_id": "v", "voice": "nobody"}), "unknown_voice"),
         (
-            json.dumps({"type": "start", "context_id": "f", "output_format": "mp3_44100_128"}),
+            json.dumps({"type": "start", "context_id": "f", "output_format": "mp3_44100_999"}),
             "unsupported_format",
         ),
         (json.dumps({"type": "start", "context_id": "s", "speed": 10}), "invalid_message"),

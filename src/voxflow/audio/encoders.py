@@ -1,5 +1,8 @@
 """Per-stream encoding of float32 model audio into the client's output format.
 
+Headerless formats (PCM, G.711) and WAV are produced here; FLAC, MP3, Opus and AAC go through
+``voxflow.audio.compressed``.
+
 G.711 (ITU-T, 1988) mu-law and A-law are implemented here with numpy so that telephony
 formats need no extra dependency; both map 16-bit linear PCM to 8-bit codes with a
 sign bit, a 3-bit segment (exponent) and a 4-bit step within the segment (mantissa).
@@ -10,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from voxflow.audio.compressed import COMPRESSED_CODECS, CodecStream
+from voxflow.audio.containers import wav_stream_header
 from voxflow.audio.formats import Codec, OutputFormat
 from voxflow.audio.pcm import to_pcm16
 from voxflow.audio.resample import StreamResampler
@@ -83,31 +88,99 @@ def decode_alaw(data: bytes) -> npt.NDArray[np.int16]:
 
 
 class StreamEncoder:
-    """Turns one stream of float32 audio at ``source_rate`` into bytes of ``fmt``."""
+    """Turns one stream of float32 audio at ``source_rate`` into bytes of ``fmt``.
+
+    A stream is ``encode`` calls as audio arrives, ``drain`` at every pause (the stream goes on
+    afterwards) and one ``finish`` at its end. Each call returns the bytes ready to send, which
+    may be empty. Headers (WAV, FLAC, Ogg) come out with the first call's bytes.
+
+    Durations: a chunk of a framed format is not a whole number of samples, so callers time
+    chunks with ``samples_out``, the output-rate samples a decoder plays from everything returned
+    so far (take the difference around a call). ``inserted_samples`` counts those that are not
+    source audio: codec priming a decoder plays at the start (MP3, AAC) and the silence ``drain``
+    pads with; source time ``t`` plays at stream time ``t + inserted_samples / sample_rate``, with
+    the value read when that audio is encoded.
+    """
 
     def __init__(self, fmt: OutputFormat, source_rate: int) -> None:
         self.format = fmt
         self.source_rate = source_rate
         self._resampler = StreamResampler(source_rate, fmt.sample_rate)
+        self._codec = CodecStream(fmt) if fmt.codec in COMPRESSED_CODECS else None
+        self._header = wav_stream_header(fmt.sample_rate) if fmt.codec is Codec.WAV else b""
+        self._raw_samples = 0
+        self._finished = False
 
     @property
     def latency_samples(self) -> int:
-        """Source samples held back by the resampler until more input or ``flush``."""
+        """Source samples held back by the resampler until more input or ``drain``/``finish``."""
         return self._resampler.latency_samples
 
+    @property
+    def frame_size(self) -> int:
+        """Output samples per codec frame: the unit audio is coded in (1 for PCM and G.711)."""
+        return self._codec.frame_size if self._codec is not None else 1
+
+    @property
+    def samples_out(self) -> int:
+        """Output-rate samples a decoder plays from all the bytes returned so far."""
+        return self._codec.samples_out if self._codec is not None else self._raw_samples
+
+    @property
+    def inserted_samples(self) -> int:
+        """Of the stream's samples so far, those not from the source (priming, pause padding)."""
+        return self._codec.inserted_samples if self._codec is not None else 0
+
     def encode(self, chunk: npt.NDArray[np.float32]) -> bytes:
-        """Encode the next chunk; may return ``b""`` while the resampler holds input back."""
-        return self._convert(self._resampler.process(chunk))
+        """Encode the next chunk; may return ``b""`` while the resampler or codec holds it back."""
+        if self._finished:
+            raise RuntimeError("encode() called after finish()")
+        return self._write(self._resampler.process(chunk))
+
+    def drain(self) -> bytes:
+        """Pause: everything encoded so far, without ending the stream.
+
+        The resampler's held-back tail is released (later audio follows a pause, so there is no
+        waveform to stay continuous with) and codecs pad their partial frame and lookahead with
+        silence (see ``inserted_samples``). Cheap and empty when nothing new was encoded.
+        """
+        if self._finished:
+            raise RuntimeError("drain() called after finish()")
+        out = self._write(self._resampler.flush())
+        self._resampler = StreamResampler(self.source_rate, self.format.sample_rate)
+        if self._codec is not None:
+            out += self._codec.drain()
+        return out
+
+    def finish(self) -> bytes:
+        """End of stream: the remaining audio and any trailer (Ogg's end-of-stream page).
+
+        Further calls return ``b""``; ``encode`` and ``drain`` then raise ``RuntimeError``.
+        """
+        if self._finished:
+            return b""
+        out = self._write(self._resampler.flush())
+        if self._codec is not None:
+            out += self._codec.finish()
+        self._finished = True
+        return out
 
     def flush(self) -> bytes:
-        """Encode whatever the resampler still holds; call once at the end of the stream."""
-        return self._convert(self._resampler.flush())
+        """The same as ``finish`` (the name from before streams could pause)."""
+        return self.finish()
+
+    def _write(self, audio: npt.NDArray[np.float32]) -> bytes:
+        if self._codec is not None:
+            return self._codec.encode(audio)
+        header, self._header = self._header, b""
+        self._raw_samples += len(audio)
+        return header + self._convert(audio)
 
     def _convert(self, audio: npt.NDArray[np.float32]) -> bytes:
         if len(audio) == 0:
             return b""
         pcm = to_pcm16(audio)
-        if self.format.codec is Codec.PCM:
+        if self.format.codec in (Codec.PCM, Codec.WAV):
             return pcm
         samples = np.frombuffer(pcm, dtype="<i2")
         if self.format.codec is Codec.ULAW:

@@ -233,9 +233,12 @@ class SeamJoiner:
         speech has started, and for a segment that was silent throughout."""
         return self._map
 
-    def start_segment(self, boundary_before: SegmentEnd | None) -> None:
+    def start_segment(self, boundary_before: SegmentEnd | None, keep_until: int = 0) -> None:
         """Begin a segment. ``boundary_before`` is how the previous segment of the stream ended
         (its ``Segment.boundary``); None means no pause (as for the stream's first segment).
+        ``keep_until`` (a sample of the segment) is never trimmed away: the caller passes the end
+        of the segment's last word, which can lie in silence (an unreleased final stop, as in
+        "sharp"), so that every word it times ends inside the audio it sends.
 
         A segment still open (its last window never came, e.g. it failed) is ended here as if its
         last window had been empty; what that releases comes out with the next ``window`` call.
@@ -250,6 +253,7 @@ class SeamJoiner:
                 self._carried_pause, self._samples(self._settings.pause_ms(boundary_before))
             )
         self._reset_segment(pause)
+        self._keep_until = max(0, keep_until)
         self._open = True
         self._map = None
 
@@ -295,6 +299,7 @@ class SeamJoiner:
         self._voiced_end = 0  # one past the last frame of speech seen so far
         self._start = None  # first kept sample, fixed once speech starts
         self._emitted = 0  # kept samples [start, emitted) already output
+        self._keep_until = 0  # samples before this are kept even if they are trailing silence
 
     def _classify(self, final: bool) -> None:
         """Classify the complete frames received (and on ``final`` the partial one at the end)."""
@@ -347,7 +352,7 @@ class SeamJoiner:
         # Everything up to tail_keep past the last speech is kept whatever comes next; the last
         # fade's worth stays back in case the segment ends there. Silence beyond that is held
         # while it could still be the trailing silence, up to the hold limit.
-        certain = self._voiced_end + self._tail_keep - self._fade
+        certain = max(self._voiced_end + self._tail_keep, self._keep_until) - self._fade
         safe = min(self._received - self._fade, max(certain, self._received - self._max_hold))
         out = self._emit(max(self._emitted, safe), fade_out_end=None)
         # Unclassified samples must stay in the buffer even when they were already output.
@@ -366,7 +371,8 @@ class SeamJoiner:
             self._buf = _EMPTY
             return self._take_queued_concat()
         end = min(
-            self._received, max(self._voiced_end + self._tail_keep, self._emitted + self._fade)
+            self._received,
+            max(self._voiced_end + self._tail_keep, self._keep_until, self._emitted + self._fade),
         )
         out = _concat([*self._take_queued(), self._emit(end, fade_out_end=end)])
         self._previous_tail = end - self._voiced_end

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from voxflow.audio.seams import SeamSettings
 from voxflow.config import ServerSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
@@ -45,6 +46,7 @@ class Services:
             chunking=ChunkingConfig(idle_flush_s=self.settings.idle_flush_s),
             max_contexts=self.settings.max_contexts_per_connection,
             max_message_chars=self.settings.max_message_chars,
+            seams=SeamSettings(sentence_pause_ms=self.settings.sentence_pause_ms),
         )
 
     def new_driver(self, config: SessionConfig | None = None) -> SessionDriver:

@@ -9,14 +9,20 @@ concatenation of all text the client sent to it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from voxflow.audio.encoders import StreamEncoder
 from voxflow.audio.formats import OutputFormat
-from voxflow.engines.base import Utterance, VoiceSettings
+from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap
+from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.runtime.scheduler import Prepared, Rendered, SegmentRequest
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
-from voxflow.text.buffer import ChunkingConfig, Segment, TextBuffer
+from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
+
+_NO_AUDIO: FloatArray = np.zeros(0, dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class ContextOptions:
     settings: VoiceSettings
     chunking: ChunkingConfig
     source_rate: int  # the voice's sample rate
+    seams: SeamSettings
 
 
 class ContextState(enum.Enum):
@@ -50,8 +57,15 @@ class Context:
         self._segments: dict[int, Segment] = {}
         self._next_tag = 0
         self._finished_segments = 0
-        self._source_samples = 0  # voice-rate samples rendered so far (timeline for words)
-        self._out_samples = 0  # output-rate samples sent so far (timeline for chunks)
+        # Segment audio goes through the joiner (silence trimmed, set pauses); word timings use
+        # its map, so they are sent with the first audio of their segment, not at `Prepared`.
+        self.joiner = SeamJoiner(options.source_rate, options.seams)
+        self._previous_boundary: SegmentEnd | None = None
+        self._untimed: dict[int, Utterance] = {}  # prepared segments whose words await timing
+        self._out_samples = 0
+        self._out_rate = (
+            options.output_format.sample_rate
+        )  # output-rate samples sent so far (timeline for chunks)
         self._seq = 0
         self._synth_s = 0.0
         self._misses = 0
@@ -62,6 +76,13 @@ class Context:
     def add_text(self, text: str, now: float) -> list[SegmentRequest]:
         if self.first_text_at is None and text.strip():
             self.first_text_at = now
+        if self.idle and self.first_audio_at is not None:
+            played_until = self.first_audio_at + self.audio_ms / 1000.0
+            if now >= played_until:
+                # The client has played everything: the silence already happened in real time,
+                # so the next segment starts without a pause (as at the stream's start).
+                self.joiner.flush()
+                self._previous_boundary = None
         self.text += text
         return self._requests(self.buffer.feed(text, now))
 
@@ -98,43 +119,74 @@ class Context:
 
     # -- results in ------------------------------------------------------------------------------
 
-    def prepared(self, event: Prepared) -> TimestampsOut | None:
+    def prepared(self, event: Prepared) -> None:
         self._synth_s += event.compute_s
-        segment = self._segments[event.tag]
-        words = _word_timings(event.utterance, segment, self._source_samples)
-        if not words:
-            return None
-        self.words.extend(words)
-        return TimestampsOut(self.id, tuple(words))
+        if event.utterance.words:
+            self._untimed[event.tag] = event.utterance
 
-    def rendered(self, event: Rendered, now: float) -> list[AudioOut]:
+    def rendered(self, event: Rendered, now: float) -> list[AudioOut | TimestampsOut]:
+        """Client events for one rendered window: its segment's word timings (once the joiner
+        has placed the segment's speech on the timeline), then its audio."""
         self._synth_s += event.compute_s
         if event.late_s > 0:
             self._misses += 1
-        self._source_samples += len(event.audio)
-        chunks = [self.encoder.encode(event.audio)]
+        segment = self._segments.get(event.tag)
+        utterance = self._untimed.get(event.tag)
+        if event.start_frame == 0:
+            last_word_end = 0
+            if utterance is not None:
+                last_word_end = utterance.words[-1].end_frame * utterance.samples_per_frame
+            self.joiner.start_segment(self._previous_boundary, keep_until=last_word_end)
+        audio = self.joiner.window(event.audio, event.last)
+        out: list[AudioOut | TimestampsOut] = []
+        chunks = [self._encode(self.encoder.encode, audio, now)] if len(audio) else []
+        segment_map = self.joiner.segment_map
+        if utterance is not None and segment_map is not None and segment is not None:
+            del self._untimed[event.tag]
+            # Read after encoding: codec priming inserted before this audio delays it too.
+            inserted_ms = 1000.0 * self.encoder.inserted_samples / self._out_rate
+            words = _word_timings(utterance, segment, segment_map, inserted_ms)
+            self.words.extend(words)
+            out.append(TimestampsOut(self.id, tuple(words)))
         if event.last:
-            self._segments.pop(event.tag, None)
-            self._finished_segments += 1
+            # A segment that stayed silent has no audio to time its words against.
+            self._untimed.pop(event.tag, None)
+            self._end_segment(event.tag, segment)
             if self.idle:
-                # Nothing more is queued: release the resampler's held-back tail now rather than
-                # when (if ever) more text arrives; later audio starts a fresh encoder (it
-                # follows a pause, so there is no waveform to stay continuous with).
-                chunks.append(self.encoder.flush())
-                self.encoder = StreamEncoder(self.options.output_format, self.options.source_rate)
-        return [self._audio(data, now) for data in chunks if data]
+                # Nothing more is queued: release what the resampler and codec hold back now
+                # rather than when (if ever) more text arrives; the stream stays open.
+                chunks.append(self._encode(lambda _: self.encoder.drain(), audio, now))
+        out.extend(chunk for chunk in chunks if chunk is not None)
+        return out
+
+    def finish(self, now: float) -> AudioOut | None:
+        """End of the context's audio: the codec's last frames and trailer, if any."""
+        return self._encode(lambda _: self.encoder.finish(), _NO_AUDIO, now)
 
     def segment_failed(self, tag: int) -> None:
+        self._untimed.pop(tag, None)
+        self._end_segment(tag, self._segments.get(tag))
+
+    def _end_segment(self, tag: int, segment: Segment | None) -> None:
         self._segments.pop(tag, None)
         self._finished_segments += 1
+        if segment is not None:
+            self._previous_boundary = segment.boundary
 
-    def _audio(self, data: bytes, now: float) -> AudioOut:
-        fmt = self.options.output_format
-        samples = len(data) // fmt.bytes_per_sample
-        offset_ms = 1000.0 * self._out_samples / fmt.sample_rate
-        duration_ms = 1000.0 * samples / fmt.sample_rate
+    def _encode(
+        self, step: Callable[[FloatArray], bytes], audio: FloatArray, now: float
+    ) -> AudioOut | None:
+        """Run one encoder step and wrap its bytes; timing comes from the samples a decoder will
+        play, not from byte counts (compressed formats, headers and codec frames)."""
+        before = self.encoder.samples_out
+        data = step(audio)
+        if not data:
+            return None
+        samples = self.encoder.samples_out - before
+        offset_ms = 1000.0 * self._out_samples / self._out_rate
+        duration_ms = 1000.0 * samples / self._out_rate
         self._out_samples += samples
-        if self.first_audio_at is None:
+        if self.first_audio_at is None and samples > 0:
             self.first_audio_at = now
         out = AudioOut(self.id, self._seq, offset_ms, duration_ms, data)
         self._seq += 1
@@ -144,7 +196,7 @@ class Context:
 
     @property
     def audio_ms(self) -> float:
-        return 1000.0 * self._out_samples / self.options.output_format.sample_rate
+        return 1000.0 * self._out_samples / self._out_rate
 
     def metrics(self) -> ContextMetrics:
         ttfa = None
@@ -170,14 +222,17 @@ class Context:
         return self.text[start : heard[-1].char_end]
 
 
-def _word_timings(utterance: Utterance, segment: Segment, offset_samples: int) -> list[WordTiming]:
-    ms_per_frame = 1000.0 * utterance.samples_per_frame / utterance.sample_rate
-    offset_ms = 1000.0 * offset_samples / utterance.sample_rate
+def _word_timings(
+    utterance: Utterance, segment: Segment, segment_map: SegmentMap, offset_ms: float
+) -> list[WordTiming]:
+    """Word timings on the context's output timeline, characters in the client's text."""
+    spf = utterance.samples_per_frame
+    ms_per_sample = 1000.0 / utterance.sample_rate
     return [
         WordTiming(
             word=w.word,
-            start_ms=offset_ms + w.start_frame * ms_per_frame,
-            end_ms=offset_ms + w.end_frame * ms_per_frame,
+            start_ms=offset_ms + ms_per_sample * segment_map.to_output(w.start_frame * spf),
+            end_ms=offset_ms + ms_per_sample * segment_map.to_output(w.end_frame * spf),
             char_start=segment.start + w.char_start,
             char_end=segment.start + w.char_end,
         )

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
+from voxflow.audio.seams import SeamSettings
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.runtime.scheduler import (
     Drained,
@@ -57,6 +58,7 @@ class SessionConfig:
     max_contexts: int = 16
     max_message_chars: int = 10_000
     max_buffered_chars: int = 50_000
+    seams: SeamSettings = field(default_factory=SeamSettings)
 
 
 @dataclass(frozen=True)
@@ -183,9 +185,7 @@ class Session:
         if context is None:
             return  # cancelled or closed: its late results are dropped here
         if isinstance(event, Prepared):
-            timestamps = context.prepared(event)
-            if timestamps is not None:
-                self._outputs.append(timestamps)
+            context.prepared(event)
         elif isinstance(event, Rendered):
             self._outputs.extend(context.rendered(event, now))
         elif isinstance(event, Failed):
@@ -195,6 +195,9 @@ class Session:
             )
         elif isinstance(event, Drained):
             self._forget(context)
+            last = context.finish(now)
+            if last is not None:
+                self._outputs.append(last)
             self._outputs.append(DoneOut(context.id, context.metrics()))
 
     def poll(self, now: float) -> None:
@@ -246,7 +249,9 @@ class Session:
         context = Context(
             cid,
             next(self._serials),
-            ContextOptions(voice.name, fmt, options.settings, chunking, voice.sample_rate),
+            ContextOptions(
+                voice.name, fmt, options.settings, chunking, voice.sample_rate, self._config.seams
+            ),
             now,
         )
         self._contexts[cid] = context

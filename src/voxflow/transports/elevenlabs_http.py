@@ -26,7 +26,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from voxflow.audio.formats import Codec, OutputFormat, UnsupportedFormatError, parse_output_format
+from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.server.services import Services
 from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
@@ -38,7 +38,6 @@ ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
 ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
 _CONTEXT = "tts"
-_MEDIA_TYPES = {Codec.PCM: "audio/pcm", Codec.ULAW: "audio/basic", Codec.ALAW: "audio/x-alaw-basic"}
 
 
 class ElevenLabsError(ValueError):
@@ -81,12 +80,11 @@ def resolve_voice_id(services: Services, voice_id: str) -> str:
 
 
 def check_output_format(name: str | None) -> OutputFormat:
-    """The output format asked for; absent means ElevenLabs' default, which is mp3."""
+    """The output format asked for; absent means ElevenLabs' default, mp3_44100_128."""
     try:
         return parse_output_format(name or ELEVENLABS_DEFAULT_FORMAT)
     except UnsupportedFormatError as error:
-        hint = "" if name else " (ElevenLabs' default is mp3_44100_128: pass output_format)"
-        raise ElevenLabsError("invalid_output_format", f"{error}{hint}") from error
+        raise ElevenLabsError("invalid_output_format", str(error)) from error
 
 
 def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
@@ -255,7 +253,7 @@ async def text_to_speech(
     headers = {"Cache-Control": "no-store"}
     if not timestamps:
         return StreamingResponse(
-            _audio(driver, body.text), media_type=_MEDIA_TYPES[fmt.codec], headers=headers
+            _audio(driver, body.text), media_type=fmt.media_type, headers=headers
         )
     if stream:
         return StreamingResponse(

@@ -1,10 +1,11 @@
 """OpenAI-compatible ``POST /v1/audio/speech``: one context per request, audio streamed as rendered.
 
-``response_format``: ``pcm`` (headerless 24 kHz s16le mono, as OpenAI's) or ``wav`` (the same audio
-behind a WAV header whose sizes are left open, so it can be written before the length is known).
-Compressed formats answer 400 until an encoder lands. ``stream_format=sse`` wraps the audio in
-``speech.audio.delta`` events and ends with ``speech.audio.done``. OpenAI's voice names are accepted
-and mapped to the default voice so clients that whitelist them work unchanged.
+``response_format``: ``mp3``, ``opus`` (Ogg), ``aac`` (ADTS), ``flac``, ``wav`` (one header with
+open-ended sizes, then the samples) and ``pcm`` (headerless 24 kHz s16le mono, as OpenAI's), all
+encoded as the audio is rendered (``voxflow.audio.formats.openai_output_format``).
+``stream_format=sse`` wraps the encoded audio in ``speech.audio.delta`` events and ends with
+``speech.audio.done``. OpenAI's voice names are accepted and mapped to the default voice so
+clients that whitelist them work unchanged.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import struct
 from collections.abc import AsyncIterator
 from typing import Literal
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
+from voxflow.audio.formats import UnsupportedFormatError, openai_output_format
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.server.services import Services
 from voxflow.session.events import AudioOut
@@ -29,8 +30,6 @@ OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
     "marin", "cedar",
 )  # fmt: skip
-COMPRESSED_FORMATS = ("mp3", "opus", "aac", "flac")
-OPENAI_SAMPLE_RATE = 24000
 _CONTEXT = "speech"
 
 
@@ -42,19 +41,6 @@ class SpeechRequest(BaseModel):
     speed: float = Field(default=1.0, ge=0.25, le=4.0)
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None  # accepted, not used: Piper voices take no instructions
-
-
-def wav_header(sample_rate: int) -> bytes:
-    """A 16-bit mono WAV header with open-ended sizes (0xFFFFFFFF), for streaming."""
-    open_size = 0xFFFFFFFF
-    return (
-        b"RIFF"
-        + struct.pack("<I", open_size)
-        + b"WAVEfmt "
-        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
-        + b"data"
-        + struct.pack("<I", open_size)
-    )
 
 
 class RequestError(ValueError):
@@ -95,16 +81,10 @@ async def speech(request: SpeechRequest, services: Services) -> Response:
 
 
 def _speech(request: SpeechRequest, services: Services) -> Response:
-    fmt = request.response_format.lower()
-    if fmt in COMPRESSED_FORMATS:
-        raise RequestError(
-            f"response_format {fmt!r} is not supported yet; use 'pcm' (24 kHz s16le) or 'wav'",
-            "response_format",
-        )
-    if fmt not in ("pcm", "wav"):
-        raise RequestError(
-            f"unknown response_format {fmt!r}; use 'pcm' or 'wav'", "response_format"
-        )
+    try:
+        fmt = openai_output_format(request.response_format)
+    except UnsupportedFormatError as error:
+        raise RequestError(str(error), "response_format") from error
     if len(request.input) > services.settings.max_message_chars:
         raise RequestError(
             f"input is longer than {services.settings.max_message_chars} characters", "input"
@@ -115,9 +95,7 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
     driver.session.start(
         _CONTEXT,
         StartOptions(
-            voice=voice,
-            output_format=f"pcm_{OPENAI_SAMPLE_RATE}",
-            settings=VoiceSettings(speed=request.speed),
+            voice=voice, output_format=fmt.name, settings=VoiceSettings(speed=request.speed)
         ),
         now,
     )
@@ -129,8 +107,8 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
         body = _sse(driver, request.input)
         media_type = "text/event-stream"
     else:
-        body = _audio(driver, fmt == "wav")
-        media_type = "audio/wav" if fmt == "wav" else "audio/pcm"
+        body = _audio(driver)
+        media_type = fmt.media_type
     return StreamingResponse(body, media_type=media_type, headers={"Cache-Control": "no-store"})
 
 
@@ -141,22 +119,20 @@ async def _events(driver: SessionDriver) -> AsyncIterator[AudioOut]:
                 yield event
 
 
-async def _audio(driver: SessionDriver, wav: bool) -> AsyncIterator[bytes]:
-    if wav:
-        yield wav_header(OPENAI_SAMPLE_RATE)
+async def _audio(driver: SessionDriver) -> AsyncIterator[bytes]:
     async for event in _events(driver):
         yield event.data
 
 
 async def _sse(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
-    samples = 0
+    audio_ms = 0.0
     async for event in _events(driver):
-        samples += len(event.data) // 2
+        audio_ms += event.duration_ms
         payload = {"type": "speech.audio.delta", "audio": base64.b64encode(event.data).decode()}
         yield f"data: {json.dumps(payload)}\n\n".encode()
     # Token counts are estimates (OpenAI bills tokens; we have characters and samples).
     input_tokens = max(1, len(text) // 4)
-    output_tokens = max(1, samples // 1000)
+    output_tokens = max(1, round(audio_ms / 40))
     done = {
         "type": "speech.audio.done",
         "usage": {
