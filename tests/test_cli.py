@@ -99,3 +99,19 @@ def test_chunks_rejects_a_bad_schedule(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         main(["chunks", "--schedule", "a,b"])
     assert "comma-separated integers" in capsys.readouterr().err
+
+
+def test_normalize_prints_the_spoken_form_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lexicon = tmp_path / "lexicon.tsv"
+    lexicon.write_text("# our product\nvoxflow\tvox flow\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO("It costs $3.50.\nTry voxflow at 9:00.\n"))
+    assert main(["normalize", "--lexicon", str(lexicon)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "It costs three dollars and fifty cents.",
+        "Try vox flow at nine o'clock.",
+    ]
+    lexicon.write_text("broken line without a tab\n")
+    assert main(["normalize", "--lexicon", str(lexicon)]) == 2
+    assert "lexicon.tsv:1" in capsys.readouterr().err

@@ -21,6 +21,8 @@ from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.say import say
 from voxflow.text.buffer import ChunkingConfig, Strategy, TextBuffer
+from voxflow.text.lexicon import Lexicon
+from voxflow.text.normalize import NormalizationMode, Normalizer, normalize_lines
 
 log = logging.getLogger("voxflow")
 
@@ -47,6 +49,20 @@ def _add_chunking_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", type=_schedule, help="chunk length schedule, e.g. 50,120,200")
     parser.add_argument("--auto", action="store_true", help="auto mode: emit at every sentence")
     parser.add_argument("--max-chars", type=int, help="hard cap on a segment's length")
+
+
+def _add_normalization_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--normalization",
+        choices=[m.value for m in NormalizationMode],
+        default=NormalizationMode.AUTO.value,
+        help="text normalization (numbers, dates, units ...; default auto = on)",
+    )
+    parser.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
+
+
+def _normalizer(args: argparse.Namespace) -> Normalizer:
+    return Normalizer(None if args.lexicon is None else Lexicon.from_file(args.lexicon))
 
 
 def _chunking(args: argparse.Namespace) -> ChunkingConfig:
@@ -77,9 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-stream", action="store_true", help="render each segment in one run, not windows"
     )
     say_cmd.add_argument("--stats", action="store_true", help="print timing figures as JSON")
+    _add_normalization_options(say_cmd)
     _add_chunking_options(say_cmd)
 
     commands.add_parser("voices", help="list the available voices")
+
+    normalize_cmd = commands.add_parser(
+        "normalize", help="print the spoken form of text read from stdin, line by line"
+    )
+    normalize_cmd.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
 
     chunks_cmd = commands.add_parser("chunks", help="print the segments of text read from stdin")
     _add_chunking_options(chunks_cmd)
@@ -114,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--idle-flush", type=float, dest="idle_flush_s", help="flush text idle this many seconds"
     )
     serve_cmd.add_argument(
+        "--lexicon", type=Path, dest="lexicon_path", help="server-wide pronunciation lexicon"
+    )
+    serve_cmd.add_argument(
         "--wyoming",
         dest="wyoming_uri",
         metavar="URI",
@@ -137,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _voices(registry, sys.stdout)
         if args.command == "chunks":
             return _chunks(args, sys.stdin, sys.stdout)
+        if args.command == "normalize":
+            for line in normalize_lines(sys.stdin, _normalizer(args)):
+                sys.stdout.write(line + "\n")
+            return 0
         if args.command == "bench-engine":
             return _bench_engine(args, registry, sys.stdout)
         if args.command == "bench":
@@ -160,6 +189,8 @@ def _say(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
         settings,
         _chunking(args),
         plan=None if args.no_stream else WindowPlan(),
+        normalizer=_normalizer(args),
+        normalization=NormalizationMode(args.normalization),
     )
     if args.output == "-":
         write_wav(sys.stdout.buffer, result.sample_rate, [result.audio])
@@ -235,6 +266,7 @@ def _serve(args: argparse.Namespace) -> int:
         default_voice=args.default_voice,
         idle_flush_s=args.idle_flush_s,
         wyoming_uri=args.wyoming_uri,
+        lexicon_path=args.lexicon_path,
     )
     logging.getLogger("voxflow").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

@@ -29,6 +29,7 @@ class ServerSettings:
     idle_flush_s: float | None = None  # flush buffered text after this much silence
     max_lead_s: float = 20.0  # a stream this far ahead of its client's playback waits
     sentence_pause_ms: float = 250.0  # silence between a sentence's end and the next one's speech
+    lexicon_path: Path | None = None  # server-wide pronunciation lexicon (word<TAB>respelling)
     wyoming_uri: str | None = None  # e.g. tcp://0.0.0.0:10200 to also serve Wyoming (off)
 
     def __post_init__(self) -> None:
@@ -56,7 +57,7 @@ class ServerSettings:
             if raw is None:
                 continue
             default = getattr(cls, field.name)
-            if field.name == "voices_dir":
+            if field.name in ("voices_dir", "lexicon_path"):
                 values[field.name] = Path(raw)
             elif field.name == "idle_flush_s" or isinstance(default, float):
                 values[field.name] = float(raw)

@@ -1,9 +1,9 @@
 """One-shot synthesis of a whole text, as ``voxflow say`` does it, with timing figures.
 
-The text goes through the same TextBuffer as a streaming session (so ``--chunking`` compares the
-strategies), then each segment is prepared and rendered in growing windows, or in one run per
-segment with ``streaming=False`` (the sentence-level baseline: same segments, same seed, same
-audio).
+The text goes through the same TextBuffer and normalizer as a streaming session (so ``--chunking``
+compares the strategies), then each segment is prepared and rendered in growing windows, or in one
+run per segment with ``streaming=False`` (the sentence-level baseline: same segments, same seed,
+same audio).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 
 from voxflow.engines.base import Engine, FloatArray, VoiceSettings, WindowPlan
 from voxflow.text.buffer import ChunkingConfig, Segment, TextBuffer
+from voxflow.text.normalize import NormalizationMode, Normalizer
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ def render_segments(
     voice: str,
     settings: VoiceSettings,
     plan: WindowPlan | None,
+    normalizer: Normalizer | None = None,
+    normalization: NormalizationMode = NormalizationMode.AUTO,
 ) -> Iterator[tuple[int, FloatArray]]:
     """(sample rate, chunk) in playback order; ``plan=None`` renders each segment in one run.
 
@@ -77,7 +80,8 @@ def render_segments(
             seed=seed,
             speaker_id=settings.speaker_id,
         )
-        utterance = engine.prepare(segment.text, voice, segment_settings)
+        spoken = (normalizer or Normalizer()).normalize(segment.text, normalization).text
+        utterance = engine.prepare(spoken, voice, segment_settings)
         if utterance.num_frames == 0:
             continue
         windows = (
@@ -98,6 +102,8 @@ def say(
     chunking: ChunkingConfig,
     plan: WindowPlan | None,
     clock: Callable[[], float] = time.perf_counter,
+    normalizer: Normalizer | None = None,
+    normalization: NormalizationMode = NormalizationMode.AUTO,
 ) -> SayResult:
     """Synthesize ``text`` completely and measure it (see ``SayStats``)."""
     started = clock()
@@ -107,7 +113,10 @@ def say(
     first_audio: float | None = None
     chunks: list[FloatArray] = []
     sample_rate = engine.voice_info(voice).sample_rate
-    for rate, chunk in render_segments(engine, segments, voice, settings, plan):
+    chunks_out = render_segments(
+        engine, segments, voice, settings, plan, normalizer or Normalizer(), normalization
+    )
+    for rate, chunk in chunks_out:
         if first_audio is None:
             first_audio = clock()
         sample_rate = rate

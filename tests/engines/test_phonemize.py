@@ -38,3 +38,15 @@ def test_sentences_are_joined_into_one_phoneme_sequence() -> None:
     text = "".join(phonemes)
     assert text.count(".") == 1 and text.endswith("!")
     assert " " in text
+
+
+def test_raw_phoneme_blocks_pass_through_and_keep_their_word() -> None:
+    phonemizer = Phonemizer("en-us")
+    result = phonemizer.phonemize("I love [[ vˈɒksfloʊ ]] today.")
+    assert "vˈɒksfloʊ" in "".join(result.phonemes)
+    spoken = {
+        w.word: "".join(result.phonemes[s:e])
+        for w, (s, e) in zip(result.words, result.word_phonemes, strict=True)
+    }
+    assert spoken["vˈɒksfloʊ"] == "vˈɒksfloʊ"
+    assert spoken["today"].startswith("t")

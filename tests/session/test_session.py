@@ -23,6 +23,8 @@ from voxflow.session.events import (
 )
 from voxflow.session.session import Session, SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig
+from voxflow.text.lexicon import Lexicon, LexiconEntry
+from voxflow.text.normalize import NormalizationMode
 
 
 def _session(**overrides: object) -> Session:
@@ -272,3 +274,37 @@ def test_text_after_everything_was_rendered_still_gets_audio(
         # Trimmed silences, but every segment's speech is there.
         assert 0.5 * source * rate / 22050 < samples <= source * rate / 22050 + 2
     assert [a.seq for a in before + after] == list(range(len(before) + len(after)))
+
+
+def test_segments_are_normalized_and_words_map_back_to_the_written_text(
+    engine: PiperEngine,
+) -> None:
+    session = _session()
+    text = "It costs $3.50 at 3:30 p.m. today."
+    session.start("a", StartOptions(settings=VoiceSettings(seed=5)), 0.0)
+    session.text("a", text, 0.0)
+    session.end("a", 0.0)
+    submits = _of(session.drain(), SubmitSegment)
+    spoken = " ".join(s.request.text for s in submits)
+    assert "three dollars and fifty cents" in spoken and "$" not in spoken
+    _render_all(session, engine, submits)
+    words = [w for t in _of(session.drain(), TimestampsOut) for w in t.words]
+    assert [w.word for w in words] == ["It", "costs", "$3.50", "at", "3:30", "p.m.", "today"]
+    for word in words:
+        assert text[word.char_start : word.char_end] == word.word
+    money = words[2]
+    # Five spoken words, one written token: its time spans all of them.
+    assert money.end_ms - money.start_ms > 3 * (words[1].end_ms - words[1].start_ms)
+
+
+def test_normalization_off_and_a_request_lexicon() -> None:
+    session = _session()
+    session.start("off", StartOptions(normalization=NormalizationMode.OFF), 0.0)
+    session.text("off", "Pay $5 now.", 0.0)
+    session.flush("off", 0.0)
+    lexicon = Lexicon([LexiconEntry("voxflow", respelling="vox flow")])
+    session.start("lex", StartOptions(lexicon=lexicon), 0.0)
+    session.text("lex", "I like Voxflow a lot.", 0.0)
+    session.flush("lex", 0.0)
+    texts = [s.request.text for s in _of(session.drain(), SubmitSegment)]
+    assert texts == ["Pay $5 now.", "I like vox flow a lot."]

@@ -90,6 +90,14 @@ def test_a_context_streams_timestamps_audio_and_done(ws: ClientConnection) -> No
             "unsupported_format",
         ),
         (json.dumps({"type": "start", "context_id": "s", "speed": 10}), "invalid_message"),
+        (
+            json.dumps({"type": "start", "context_id": "n", "apply_text_normalization": "x"}),
+            "invalid_message",
+        ),
+        (
+            json.dumps({"type": "start", "context_id": "l", "lexicon": [{"word": "a b"}]}),
+            "invalid_message",
+        ),
         (json.dumps({"type": "text", "context_id": "t", "text": "x" * 10_001}), "text_too_long"),
         (json.dumps({"type": "flush", "context_id": "nobody"}), "unknown_context"),
         (json.dumps({"type": "cancel", "context_id": "c", "played_ms": "soon"}), "invalid_message"),

@@ -19,6 +19,8 @@ from difflib import SequenceMatcher
 
 from piper.phonemize_espeak import EspeakPhonemizer
 
+from voxflow.text.lexicon import split_phoneme_blocks
+
 # espeak-ng keeps its voice and buffers in process-global C state: calls from two threads (or two
 # engines) must never interleave, whatever object issued them.
 _ESPEAK_LOCK = threading.Lock()
@@ -56,12 +58,29 @@ class Phonemizer:
         self._voice = espeak_voice
         self._vowel_clusters = vowel_clusters
         with _ESPEAK_LOCK:
-            self._espeak = EspeakPhonemizer()
+            self._espeak_phonemizer = EspeakPhonemizer()
 
     def phonemes(self, text: str) -> list[str]:
-        """Phonemes of ``text``, sentences joined by a space (one utterance, one text stage)."""
+        """Phonemes of ``text``, sentences joined by a space (one utterance, one text stage).
+
+        ``[[ ... ]]`` blocks (pronunciation lexicon entries) are raw phonemes, passed through as
+        Piper itself does; the rest goes to espeak-ng.
+        """
+        flat: list[str] = []
+        for part in split_phoneme_blocks(text):
+            piece = list(part.text) if part.phonemes else self._espeak(part.text)
+            if not piece:
+                continue
+            if flat and flat[-1] != " ":
+                flat.append(" ")
+            flat.extend(piece)
+        while flat and flat[-1] == " ":
+            flat.pop()
+        return flat
+
+    def _espeak(self, text: str) -> list[str]:
         with _ESPEAK_LOCK:
-            sentences: list[list[str]] = self._espeak.phonemize(
+            sentences: list[list[str]] = self._espeak_phonemizer.phonemize(
                 self._voice, text, vowel_clusters=self._vowel_clusters
             )
         flat: list[str] = []
@@ -79,7 +98,13 @@ class Phonemizer:
         """Phonemes of ``text`` plus each word's phoneme range."""
         phonemes = self.phonemes(text)
         words = text_words(text)
-        word_phonemes = [self.phonemes(w.word) for w in words]
+        blocks = [(part.start, part.end) for part in split_phoneme_blocks(text) if part.phonemes]
+        word_phonemes = [
+            list(w.word)
+            if any(lo <= w.char_start < hi for lo, hi in blocks)
+            else self.phonemes(w.word)
+            for w in words
+        ]
         ranges = align_words(phonemes, word_phonemes)
         return Phonemized(tuple(phonemes), tuple(words), tuple(ranges))
 

@@ -12,6 +12,8 @@ from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.server.metrics import ServerMetrics
 from voxflow.session.session import Session, SessionConfig
 from voxflow.text.buffer import ChunkingConfig
+from voxflow.text.lexicon import Lexicon
+from voxflow.text.normalize import Normalizer
 from voxflow.transports.driver import SessionDriver
 
 
@@ -23,6 +25,7 @@ class Services:
     scheduler: Scheduler
     metrics: ServerMetrics
     default_voice: str
+    normalizer: Normalizer
 
     @classmethod
     def build(cls, settings: ServerSettings) -> Services:
@@ -37,7 +40,12 @@ class Services:
         )
         metrics = ServerMetrics()
         metrics.watch_scheduler(scheduler.stats)
-        return cls(settings, registry, engine, scheduler, metrics, default_voice)
+        lexicon = (
+            None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
+        )
+        return cls(
+            settings, registry, engine, scheduler, metrics, default_voice, Normalizer(lexicon)
+        )
 
     def session_config(self) -> SessionConfig:
         return SessionConfig(
@@ -47,6 +55,7 @@ class Services:
             max_contexts=self.settings.max_contexts_per_connection,
             max_message_chars=self.settings.max_message_chars,
             seams=SeamSettings(sentence_pause_ms=self.settings.sentence_pause_ms),
+            normalizer=self.normalizer,
         )
 
     def new_driver(self, config: SessionConfig | None = None) -> SessionDriver:

@@ -21,6 +21,7 @@ from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.runtime.scheduler import Prepared, Rendered, SegmentRequest
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
+from voxflow.text.normalize import NormalizationMode, Normalized, Normalizer
 
 _NO_AUDIO: FloatArray = np.zeros(0, dtype=np.float32)
 
@@ -33,6 +34,8 @@ class ContextOptions:
     chunking: ChunkingConfig
     source_rate: int  # the voice's sample rate
     seams: SeamSettings
+    normalizer: Normalizer
+    normalization: NormalizationMode
 
 
 class ContextState(enum.Enum):
@@ -62,6 +65,7 @@ class Context:
         self.joiner = SeamJoiner(options.source_rate, options.seams)
         self._previous_boundary: SegmentEnd | None = None
         self._untimed: dict[int, Utterance] = {}  # prepared segments whose words await timing
+        self._normalized: dict[int, Normalized] = {}  # spoken form of each segment in flight
         self._out_samples = 0
         self._out_rate = (
             options.output_format.sample_rate
@@ -109,7 +113,10 @@ class Context:
                     seed=seed + tag,
                     speaker_id=settings.speaker_id,
                 )
-            requests.append(SegmentRequest(segment.text, self.options.voice, settings, tag))
+            # The engine speaks the spoken form; word timings map back through `normalized`.
+            normalized = self.options.normalizer.normalize(segment.text, self.options.normalization)
+            self._normalized[tag] = normalized
+            requests.append(SegmentRequest(normalized.text, self.options.voice, settings, tag))
         return requests
 
     @property
@@ -145,7 +152,9 @@ class Context:
             del self._untimed[event.tag]
             # Read after encoding: codec priming inserted before this audio delays it too.
             inserted_ms = 1000.0 * self.encoder.inserted_samples / self._out_rate
-            words = _word_timings(utterance, segment, segment_map, inserted_ms)
+            words = _word_timings(
+                utterance, segment, self._normalized[event.tag], segment_map, inserted_ms
+            )
             self.words.extend(words)
             out.append(TimestampsOut(self.id, tuple(words)))
         if event.last:
@@ -169,6 +178,7 @@ class Context:
 
     def _end_segment(self, tag: int, segment: Segment | None) -> None:
         self._segments.pop(tag, None)
+        self._normalized.pop(tag, None)
         self._finished_segments += 1
         if segment is not None:
             self._previous_boundary = segment.boundary
@@ -223,18 +233,46 @@ class Context:
 
 
 def _word_timings(
-    utterance: Utterance, segment: Segment, segment_map: SegmentMap, offset_ms: float
+    utterance: Utterance,
+    segment: Segment,
+    normalized: Normalized,
+    segment_map: SegmentMap,
+    offset_ms: float,
 ) -> list[WordTiming]:
-    """Word timings on the context's output timeline, characters in the client's text."""
+    """Word timings on the context's output timeline, characters and words in the client's text.
+
+    The engine's words are words of the spoken form; several of them can come from one written
+    token ("$3.50" is five spoken words), and those become one timing for the token.
+    """
     spf = utterance.samples_per_frame
     ms_per_sample = 1000.0 / utterance.sample_rate
-    return [
-        WordTiming(
-            word=w.word,
-            start_ms=offset_ms + ms_per_sample * segment_map.to_output(w.start_frame * spf),
-            end_ms=offset_ms + ms_per_sample * segment_map.to_output(w.end_frame * spf),
-            char_start=segment.start + w.char_start,
-            char_end=segment.start + w.char_end,
+    timings: list[WordTiming] = []
+    for w in utterance.words:
+        src_start, src_end = normalized.to_source(w.char_start, w.char_end)
+        if src_end <= src_start:
+            continue  # an inserted spoken word with no written counterpart
+        start_ms = offset_ms + ms_per_sample * segment_map.to_output(w.start_frame * spf)
+        end_ms = offset_ms + ms_per_sample * segment_map.to_output(w.end_frame * spf)
+        char_start = segment.start + src_start
+        char_end = segment.start + src_end
+        if timings and char_start < timings[-1].char_end:
+            last = timings[-1]
+            char_end = max(char_end, last.char_end)
+            timings[-1] = WordTiming(
+                word=segment.text[last.char_start - segment.start : char_end - segment.start],
+                start_ms=last.start_ms,
+                end_ms=max(end_ms, last.end_ms),
+                char_start=last.char_start,
+                char_end=char_end,
+            )
+            continue
+        timings.append(
+            WordTiming(
+                word=segment.text[src_start:src_end],
+                start_ms=start_ms,
+                end_ms=end_ms,
+                char_start=char_start,
+                char_end=char_end,
+            )
         )
-        for w in utterance.words
-    ]
+    return timings

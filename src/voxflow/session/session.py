@@ -46,6 +46,8 @@ from voxflow.session.events import (
     SubmitSegment,
 )
 from voxflow.text.buffer import ChunkingConfig
+from voxflow.text.lexicon import Lexicon
+from voxflow.text.normalize import NormalizationMode, Normalizer
 
 DEFAULT_CONTEXT = "default"
 
@@ -59,6 +61,7 @@ class SessionConfig:
     max_message_chars: int = 10_000
     max_buffered_chars: int = 50_000
     seams: SeamSettings = field(default_factory=SeamSettings)
+    normalizer: Normalizer = field(default_factory=Normalizer)  # server-wide lexicon included
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class StartOptions:
     settings: VoiceSettings = field(default_factory=VoiceSettings)
     chunk_length_schedule: tuple[int, ...] | None = None
     auto_mode: bool | None = None
+    normalization: NormalizationMode = NormalizationMode.AUTO
+    lexicon: Lexicon | None = None  # per-request entries, over the server-wide lexicon
 
 
 class SessionError(Exception):
@@ -250,7 +255,14 @@ class Session:
             cid,
             next(self._serials),
             ContextOptions(
-                voice.name, fmt, options.settings, chunking, voice.sample_rate, self._config.seams
+                voice=voice.name,
+                output_format=fmt,
+                settings=options.settings,
+                chunking=chunking,
+                source_rate=voice.sample_rate,
+                seams=self._config.seams,
+                normalizer=self._config.normalizer.with_lexicon(options.lexicon),
+                normalization=options.normalization,
             ),
             now,
         )

@@ -32,6 +32,7 @@ from voxflow.server.services import Services
 from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
 from voxflow.session.events import TimestampsOut
 from voxflow.session.session import StartOptions
+from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.driver import SessionDriver, request_events
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
@@ -85,6 +86,16 @@ def check_output_format(name: str | None) -> OutputFormat:
         return parse_output_format(name or ELEVENLABS_DEFAULT_FORMAT)
     except UnsupportedFormatError as error:
         raise ElevenLabsError("invalid_output_format", str(error)) from error
+
+
+def normalization_mode(raw: str | None) -> NormalizationMode:
+    """ElevenLabs' ``apply_text_normalization`` (``auto``, ``on``, ``off``; absent: ``auto``)."""
+    try:
+        return NormalizationMode((raw or "auto").lower())
+    except ValueError:
+        raise ElevenLabsError(
+            "invalid_request", f"apply_text_normalization must be auto, on or off, got {raw!r}"
+        ) from None
 
 
 def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
@@ -236,6 +247,7 @@ async def text_to_speech(
         fmt = check_output_format(output_format)
         voice_name = resolve_voice_id(services, voice_id)
         settings = voice_settings(body.voice_settings, body.seed)
+        normalization = normalization_mode(body.apply_text_normalization)
         if len(body.text) > services.settings.max_message_chars:
             raise ElevenLabsError(
                 "max_character_limit_exceeded",
@@ -245,7 +257,12 @@ async def text_to_speech(
         return error.response()
     driver = services.new_driver()
     now = driver.now()
-    options = StartOptions(voice=voice_name, output_format=fmt.name, settings=settings)
+    options = StartOptions(
+        voice=voice_name,
+        output_format=fmt.name,
+        settings=settings,
+        normalization=normalization,
+    )
     driver.session.start(_CONTEXT, options, now)
     driver.session.text(_CONTEXT, body.text, now)
     driver.session.end(_CONTEXT, now)

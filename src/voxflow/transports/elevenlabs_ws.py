@@ -62,6 +62,7 @@ from voxflow.session.events import (
     TimestampsOut,
 )
 from voxflow.session.session import StartOptions
+from voxflow.text.normalize import NormalizationMode
 from voxflow.transports import elevenlabs_http
 from voxflow.transports.driver import SessionDriver
 from voxflow.transports.elevenlabs_http import ElevenLabsError, SpeechBody, ws_alignment
@@ -90,6 +91,7 @@ class ConnectionOptions:
     auto_mode: bool | None
     seed: int | None
     inactivity_timeout_s: float
+    normalization: NormalizationMode
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool | None:
@@ -119,8 +121,8 @@ def parse_connection(
     services: Services, voice_id: str, query: Mapping[str, str]
 ) -> ConnectionOptions:
     """Validate the query string. ``model_id``, ``language_code``, ``sync_alignment``,
-    ``enable_logging``, ``enable_ssml_parsing``, ``apply_text_normalization`` and
-    ``authorization`` are accepted and ignored."""
+    ``enable_logging``, ``enable_ssml_parsing`` and ``authorization`` are accepted and
+    ignored."""
     fmt = elevenlabs_http.check_output_format(query.get("output_format"))
     voice = elevenlabs_http.resolve_voice_id(services, voice_id)
     timeout = _integer(query, "inactivity_timeout")
@@ -133,7 +135,14 @@ def parse_connection(
     seed = _integer(query, "seed")
     if seed is not None and not 0 <= seed <= 4_294_967_295:
         raise ElevenLabsError("invalid_request", "seed must be between 0 and 4294967295")
-    return ConnectionOptions(voice, fmt.name, _flag(query, "auto_mode"), seed, float(timeout))
+    return ConnectionOptions(
+        voice,
+        fmt.name,
+        _flag(query, "auto_mode"),
+        seed,
+        float(timeout),
+        elevenlabs_http.normalization_mode(query.get("apply_text_normalization")),
+    )
 
 
 @dataclass
@@ -304,6 +313,7 @@ class ElevenLabsSocket:
             ),
             chunk_length_schedule=self._schedule(message.get("generation_config")),
             auto_mode=self.options.auto_mode,
+            normalization=self.options.normalization,
         )
         self._session.start(cid, options, now)
         context = _Context()

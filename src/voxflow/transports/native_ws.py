@@ -29,11 +29,14 @@ from voxflow.session.events import (
     TimestampsOut,
 )
 from voxflow.session.session import StartOptions
+from voxflow.text.lexicon import Lexicon, LexiconEntry
+from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.driver import SessionDriver
 
 log = logging.getLogger(__name__)
 
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel")
+MAX_LEXICON_ENTRIES = 1000
 WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
 
 
@@ -54,6 +57,29 @@ def _field(message: dict[str, Any], name: str, kind: type | tuple[type, ...]) ->
     if not isinstance(value, kind):
         raise MessageError("invalid_message", f"{name!r} has the wrong type")
     return value
+
+
+def parse_lexicon(raw: object) -> Lexicon | None:
+    """Per-request pronunciations: ``[{"word": ..., "respelling": ...} | {"word": ...,
+    "phonemes": ...}]``, which override the server's lexicon for this context."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) > MAX_LEXICON_ENTRIES:
+        raise MessageError(
+            "invalid_message", f"lexicon must be a list of at most {MAX_LEXICON_ENTRIES} entries"
+        )
+    entries = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("word"), str):
+            raise MessageError("invalid_message", "each lexicon entry needs a string 'word'")
+        respelling, phonemes = item.get("respelling"), item.get("phonemes")
+        if not isinstance(respelling, str | None) or not isinstance(phonemes, str | None):
+            raise MessageError("invalid_message", "respelling and phonemes must be strings")
+        try:
+            entries.append(LexiconEntry(item["word"], respelling=respelling, phonemes=phonemes))
+        except ValueError as error:
+            raise MessageError("invalid_message", f"lexicon entry: {error}") from error
+    return Lexicon(entries)
 
 
 def parse_start(message: dict[str, Any]) -> StartOptions:
@@ -77,8 +103,17 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         if isinstance(error, MessageError):
             raise
         raise MessageError("invalid_message", str(error)) from error
+    raw_mode = _field(message, "apply_text_normalization", str)
+    try:
+        normalization = NormalizationMode((raw_mode or "auto").lower())
+    except ValueError:
+        raise MessageError(
+            "invalid_message", "apply_text_normalization must be auto, on or off"
+        ) from None
     return StartOptions(
         voice=_field(message, "voice", str),
+        normalization=normalization,
+        lexicon=parse_lexicon(message.get("lexicon")),
         output_format=_field(message, "output_format", str),
         settings=settings,
         chunk_length_schedule=None if schedule is None else tuple(schedule),
