@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TextIO
 
 from voxflow.audio.pcm import write_wav
+from voxflow.bench.encoders import format_table as format_encoder_table
+from voxflow.bench.encoders import run_encoder_bench
 from voxflow.bench.engine import format_table, run_engine_bench, summary
 from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync
 from voxflow.client import VoxflowConnectionError
@@ -106,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     chunks_cmd = commands.add_parser("chunks", help="print the segments of text read from stdin")
     _add_chunking_options(chunks_cmd)
 
+    encoders_cmd = commands.add_parser(
+        "bench-encoders", help="encoder CPU cost and added time to first audio, per format"
+    )
+    encoders_cmd.add_argument("--repeats", type=int, default=5, help="runs per format (median)")
+
     bench_cmd = commands.add_parser(
         "bench-engine", help="engine-level TTFA/RTF per input, chunking strategy and render mode"
     )
@@ -125,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", type=_schedule, default=(1, 2, 4, 8), help="levels, e.g. 1,2,4,8"
     )
     server_bench.add_argument("--token-rate", type=float, default=40.0, help="LLM tokens/s")
+    server_bench.add_argument("--format", default="pcm_24000", help="output format to request")
     server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
 
     serve_cmd = commands.add_parser("serve", help="run the server")
@@ -170,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench_engine(args, registry, sys.stdout)
         if args.command == "bench":
             return _bench_server(args, sys.stdout)
+        if args.command == "bench-encoders":
+            results = run_encoder_bench(repeats=args.repeats)
+            sys.stdout.write(format_encoder_table(results) + "\n")
+            return 0
         return _serve(args)
     except (ValueError, FileNotFoundError, VoiceNotFoundError, VoxflowConnectionError) as error:
         print(f"voxflow: error: {error}", file=sys.stderr)  # noqa: T201 - CLI output
@@ -242,7 +254,10 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
 
 def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
     options = BenchOptions(
-        repeats=args.repeats, concurrency=args.concurrency, token_rate=args.token_rate
+        repeats=args.repeats,
+        concurrency=args.concurrency,
+        token_rate=args.token_rate,
+        output_format=args.format,
     )
     report = run_server_bench_sync(args.url, options, sys.stderr)
     print(format_report(report), file=out)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import socket
 import threading
@@ -9,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import av
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
@@ -251,3 +253,26 @@ def test_threads_and_contexts_return_to_baseline_after_many_sessions(server_url:
         time.sleep(0.05)
     assert _metric(server_url, "voxflow_active_contexts") == 0
     assert threading.active_count() == baseline
+
+
+@pytest.mark.parametrize("output_format", ["mp3_44100_128", "opus_48000_64", "flac_24000"])
+def test_compressed_formats_decode_to_the_reported_duration(
+    ws: ClientConnection, output_format: str
+) -> None:
+    _send(ws, type="start", context_id="z", output_format=output_format, seed=2)
+    _send(ws, type="text", context_id="z", text="Compressed, and still on time. Twice over.")
+    _send(ws, type="end", context_id="z")
+    messages = _until(ws, "done", "z")
+    data = b"".join(base64.b64decode(m["audio"]) for m in messages if m["type"] == "audio")
+    reported_ms = messages[-1]["metrics"]["audio_ms"]
+    assert reported_ms == pytest.approx(
+        sum(m["duration_ms"] for m in messages if m["type"] == "audio"), abs=0.1
+    )
+    with av.open(io.BytesIO(data)) as container:
+        decoded_ms = 1000 * sum(
+            frame.samples / frame.sample_rate for frame in container.decode(audio=0)
+        )
+    # duration_ms counts what a decoder plays, codec priming and padding included.
+    assert decoded_ms == pytest.approx(reported_ms, abs=30)
+    words = [w for m in messages if m["type"] == "timestamps" for w in m["words"]]
+    assert words[-1]["end_ms"] <= reported_ms

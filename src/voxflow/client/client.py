@@ -566,10 +566,14 @@ class ContextResult:
 
     @property
     def ttfa_ms(self) -> float | None:
-        """Client-side time to first audio: first audio arrival - first text send."""
-        if self.text_sent_at is None or not self.arrivals:
+        """Client-side time to first audio: arrival of the first chunk that holds audio (not
+        just a container header) - first text send."""
+        if self.text_sent_at is None:
             return None
-        return 1000.0 * (self.arrivals[0] - self.text_sent_at)
+        for arrival, duration in zip(self.arrivals, self.durations_ms, strict=True):
+            if duration > 0:
+                return 1000.0 * (arrival - self.text_sent_at)
+        return None
 
     @property
     def chunk_gaps_ms(self) -> tuple[float, ...]:
