@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -70,17 +70,13 @@ def render_segments(
     Each segment gets its own seed derived from ``settings.seed`` so that a seeded run is
     reproducible whatever the window plan.
     """
+    normalizer = normalizer or Normalizer()
     rendered = 0
     for index, segment in enumerate(segments):
-        seed = None if settings.seed is None else settings.seed + index
-        segment_settings = VoiceSettings(
-            speed=settings.speed,
-            noise_scale=settings.noise_scale,
-            noise_w=settings.noise_w,
-            seed=seed,
-            speaker_id=settings.speaker_id,
+        segment_settings = (
+            settings if settings.seed is None else replace(settings, seed=settings.seed + index)
         )
-        spoken = (normalizer or Normalizer()).normalize(segment.text, normalization).text
+        spoken = normalizer.normalize(segment.text, normalization).text
         utterance = engine.prepare(spoken, voice, segment_settings)
         if utterance.num_frames == 0:
             continue
@@ -113,9 +109,7 @@ def say(
     first_audio: float | None = None
     chunks: list[FloatArray] = []
     sample_rate = engine.voice_info(voice).sample_rate
-    chunks_out = render_segments(
-        engine, segments, voice, settings, plan, normalizer or Normalizer(), normalization
-    )
+    chunks_out = render_segments(engine, segments, voice, settings, plan, normalizer, normalization)
     for rate, chunk in chunks_out:
         if first_audio is None:
             first_audio = clock()

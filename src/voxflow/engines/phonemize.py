@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -66,33 +66,17 @@ class Phonemizer:
         ``[[ ... ]]`` blocks (pronunciation lexicon entries) are raw phonemes, passed through as
         Piper itself does; the rest goes to espeak-ng.
         """
-        flat: list[str] = []
-        for part in split_phoneme_blocks(text):
-            piece = list(part.text) if part.phonemes else self._espeak(part.text)
-            if not piece:
-                continue
-            if flat and flat[-1] != " ":
-                flat.append(" ")
-            flat.extend(piece)
-        while flat and flat[-1] == " ":
-            flat.pop()
-        return flat
+        return _joined(
+            list(part.text) if part.phonemes else self._espeak(part.text)
+            for part in split_phoneme_blocks(text)
+        )
 
     def _espeak(self, text: str) -> list[str]:
         with _ESPEAK_LOCK:
             sentences: list[list[str]] = self._espeak_phonemizer.phonemize(
                 self._voice, text, vowel_clusters=self._vowel_clusters
             )
-        flat: list[str] = []
-        for sentence in sentences:
-            if not sentence:
-                continue
-            if flat and flat[-1] != " ":
-                flat.append(" ")
-            flat.extend(sentence)
-        while flat and flat[-1] == " ":
-            flat.pop()
-        return flat
+        return _joined(sentences)
 
     def phonemize(self, text: str) -> Phonemized:
         """Phonemes of ``text`` plus each word's phoneme range."""
@@ -107,6 +91,20 @@ class Phonemizer:
         ]
         ranges = align_words(phonemes, word_phonemes)
         return Phonemized(tuple(phonemes), tuple(words), tuple(ranges))
+
+
+def _joined(pieces: Iterable[list[str]]) -> list[str]:
+    """Phoneme lists joined by one space, without empty pieces or trailing spaces."""
+    flat: list[str] = []
+    for piece in pieces:
+        if not piece:
+            continue
+        if flat and flat[-1] != " ":
+            flat.append(" ")
+        flat.extend(piece)
+    while flat and flat[-1] == " ":
+        flat.pop()
+    return flat
 
 
 def text_words(text: str) -> list[TextWord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -102,17 +102,10 @@ class Context:
             tag = self._next_tag
             self._next_tag += 1
             self._segments[tag] = segment
-            seed = self.options.settings.seed
             settings = self.options.settings
-            if seed is not None:
+            if settings.seed is not None:
                 # One seed per segment keeps a seeded context reproducible however it is windowed.
-                settings = VoiceSettings(
-                    speed=settings.speed,
-                    noise_scale=settings.noise_scale,
-                    noise_w=settings.noise_w,
-                    seed=seed + tag,
-                    speaker_id=settings.speaker_id,
-                )
+                settings = replace(settings, seed=settings.seed + tag)
             # The engine speaks the spoken form; word timings map back through `normalized`.
             normalized = self.options.normalizer.normalize(segment.text, self.options.normalization)
             self._normalized[tag] = normalized
