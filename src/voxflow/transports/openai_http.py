@@ -41,6 +41,7 @@ class SpeechRequest(BaseModel):
     speed: float = Field(default=1.0, ge=0.25, le=4.0)
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None  # accepted, not used: Piper voices take no instructions
+    seed: int | None = Field(default=None, ge=0)  # voxflow extension: reproducible audio
 
 
 class RequestError(ValueError):
@@ -95,7 +96,9 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
     driver.session.start(
         _CONTEXT,
         StartOptions(
-            voice=voice, output_format=fmt.name, settings=VoiceSettings(speed=request.speed)
+            voice=voice,
+            output_format=fmt.name,
+            settings=VoiceSettings(speed=request.speed, seed=request.seed),
         ),
         now,
     )
