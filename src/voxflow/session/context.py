@@ -12,18 +12,14 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from voxflow.audio.encoders import StreamEncoder
 from voxflow.audio.formats import OutputFormat
 from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap
-from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
+from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.runtime.scheduler import Prepared, Rendered, SegmentRequest
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
 from voxflow.text.normalize import NormalizationMode, Normalized, Normalizer
-
-_NO_AUDIO: FloatArray = np.zeros(0, dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -139,7 +135,7 @@ class Context:
             self.joiner.start_segment(self._previous_boundary, keep_until=last_word_end)
         audio = self.joiner.window(event.audio, event.last)
         out: list[AudioOut | TimestampsOut] = []
-        chunks = [self._encode(self.encoder.encode, audio, now)] if len(audio) else []
+        chunks = [self._encode(lambda: self.encoder.encode(audio), now)] if len(audio) else []
         segment_map = self.joiner.segment_map
         if utterance is not None and segment_map is not None and segment is not None:
             del self._untimed[event.tag]
@@ -157,13 +153,13 @@ class Context:
             if self.idle:
                 # Nothing more is queued: release what the resampler and codec hold back now
                 # rather than when (if ever) more text arrives; the stream stays open.
-                chunks.append(self._encode(lambda _: self.encoder.drain(), audio, now))
+                chunks.append(self._encode(self.encoder.drain, now))
         out.extend(chunk for chunk in chunks if chunk is not None)
         return out
 
     def finish(self, now: float) -> AudioOut | None:
         """End of the context's audio: the codec's last frames and trailer, if any."""
-        return self._encode(lambda _: self.encoder.finish(), _NO_AUDIO, now)
+        return self._encode(self.encoder.finish, now)
 
     def segment_failed(self, tag: int) -> None:
         self._untimed.pop(tag, None)
@@ -176,13 +172,11 @@ class Context:
         if segment is not None:
             self._previous_boundary = segment.boundary
 
-    def _encode(
-        self, step: Callable[[FloatArray], bytes], audio: FloatArray, now: float
-    ) -> AudioOut | None:
+    def _encode(self, step: Callable[[], bytes], now: float) -> AudioOut | None:
         """Run one encoder step and wrap its bytes; timing comes from the samples a decoder will
         play, not from byte counts (compressed formats, headers and codec frames)."""
         before = self.encoder.samples_out
-        data = step(audio)
+        data = step()
         if not data:
             return None
         samples = self.encoder.samples_out - before
