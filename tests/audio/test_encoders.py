@@ -149,7 +149,7 @@ def encode_stream(name: str, signal: npt.NDArray[np.float32], sizes: list[int]) 
         out += encoder.encode(signal[start : start + size])
         start += size
         index += 1
-    out += encoder.flush()
+    out += encoder.finish()
     return bytes(out)
 
 
@@ -199,13 +199,13 @@ def test_encode_may_hold_everything_back_until_flush() -> None:
     encoder = StreamEncoder(parse_output_format("pcm_48000"), VOICE_RATE)
     assert encoder.latency_samples > 1
     assert encoder.encode(np.array([0.5], dtype=np.float32)) == b""
-    tail = encoder.flush()
+    tail = encoder.finish()
     assert len(tail) == 2 * resampled_length(1, VOICE_RATE, 48000)
 
 
 def test_pcm_clips_instead_of_wrapping() -> None:
     encoder = StreamEncoder(parse_output_format("pcm_22050"), VOICE_RATE)
-    data = encoder.encode(np.array([2.0, -2.0], dtype=np.float32)) + encoder.flush()
+    data = encoder.encode(np.array([2.0, -2.0], dtype=np.float32)) + encoder.finish()
     assert np.frombuffer(data, dtype="<i2").tolist() == [32767, -32767]
 
 
@@ -461,7 +461,6 @@ def test_finish_ends_the_stream(name: str) -> None:
     encoder.encode(speech_like(0.1))
     assert encoder.finish() != b"" or name.startswith("pcm")
     assert encoder.finish() == b""
-    assert encoder.flush() == b""
     with pytest.raises(RuntimeError, match="after finish"):
         encoder.encode(speech_like(0.1))
     with pytest.raises(RuntimeError, match="after finish"):

@@ -165,10 +165,6 @@ class StreamEncoder:
         self._finished = True
         return out
 
-    def flush(self) -> bytes:
-        """The same as ``finish`` (the name from before streams could pause)."""
-        return self.finish()
-
     def _write(self, audio: npt.NDArray[np.float32]) -> bytes:
         if self._codec is not None:
             return self._codec.encode(audio)
