@@ -188,7 +188,7 @@ def test_real_engine_alignment_reproduces_the_text_and_its_words(engine: PiperEn
         for a, b in itertools.pairwise(edges):
             samples = audio[a * utterance.samples_per_frame : b * utterance.samples_per_frame]
             last = b == utterance.num_frames
-            event = Rendered(request.tag, a, b, samples, last, 0.0, 0.0)
+            event = Rendered(request.tag, a, b, samples, last, 0.0, 0.0, first=a == 0)
             session.synthesis_event(submit.serial, event, 1.0)
     session.synthesis_event(submits[0].serial, Drained(), 2.0)
 

@@ -8,7 +8,8 @@ import pytest
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime.scheduler import Drained, Failed, Prepared, Rendered
+from voxflow.runtime.handover import choose_switch
+from voxflow.runtime.jobs import Drained, Failed, Prepared, Rendered
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -39,22 +40,31 @@ def _of(outputs: list[Output], kind: type) -> list:  # type: ignore[type-arg]
 def _render_all(
     session: Session, engine: PiperEngine, submits: list[SubmitSegment], now: float = 1.0
 ) -> dict[int, Utterance]:
-    """Run each submitted segment through the real engine and feed the results back."""
+    """Run each submitted segment through the real engine and feed the results back, as the
+    scheduler does when a lead is rendered to its end before its takeover is prepared."""
     utterances = {}
     for submit in submits:
         request = submit.request
         utterance = engine.prepare(request.text, request.voice, request.settings)
         utterances[request.tag] = utterance
         session.synthesis_event(submit.serial, Prepared(request.tag, utterance, 0.01), now)
+        start = 0
+        if request.takeover is not None:
+            lead = utterances[request.takeover.lead_tag]
+            start = choose_switch(lead, utterance, request.takeover.points, lead.num_frames).start
         audio = engine.render(utterance, 0, utterance.num_frames)
-        half = utterance.num_frames // 2
-        cut = half * utterance.samples_per_frame
+        half = max(start, utterance.num_frames // 2)
+        spf = utterance.samples_per_frame
         session.synthesis_event(
-            submit.serial, Rendered(request.tag, 0, half, audio[:cut], False, 0.01, 0.0), now
+            submit.serial,
+            Rendered(
+                request.tag, start, half, audio[start * spf : half * spf], False, 0.01, 0.0, True
+            ),
+            now,
         )
         session.synthesis_event(
             submit.serial,
-            Rendered(request.tag, half, utterance.num_frames, audio[cut:], True, 0.01, 0.0),
+            Rendered(request.tag, half, utterance.num_frames, audio[half * spf :], True, 0.01, 0.0),
             now,
         )
     return utterances
@@ -173,7 +183,7 @@ def test_cancel_reports_spoken_text_and_drops_late_audio(engine: PiperEngine) ->
     sent_frames = utterance.num_frames // 2 + 20
     audio = engine.render(utterance, 0, sent_frames)
     session.synthesis_event(
-        submit.serial, Rendered(0, 0, sent_frames, audio, False, 0.01, 0.0), 0.15
+        submit.serial, Rendered(0, 0, sent_frames, audio, False, 0.01, 0.0, True), 0.15
     )
     outputs = session.drain()
     assert isinstance(outputs[0], TimestampsOut) and _of(outputs, AudioOut)

@@ -98,7 +98,7 @@ def test_adaptive_default_first_clause_then_long_sentences() -> None:
         "Well, hello there, my friend, how are you? I am fine. It is sunny. "
         "The sky is blue and clear today. Bye now."
     )
-    segments = run(ChunkingConfig(), [text])
+    segments = run(ChunkingConfig(lead_cost=None), [text])
     assert texts(segments) == [
         "Well, hello there, my friend,",
         "how are you? I am fine. It is sunny. The sky is blue and clear today.",
@@ -108,9 +108,14 @@ def test_adaptive_default_first_clause_then_long_sentences() -> None:
 
 
 def test_adaptive_first_segment_may_end_at_a_sentence() -> None:
-    segments = run(ChunkingConfig(), ["Hi! How can I help you today? I am"])
+    segments = run(ChunkingConfig(lead_cost=None), ["Hi! How can I help you today? I am"])
     assert segments[0].text == "Hi! How can I help you today?"
     assert segments[0].boundary is SegmentEnd.SENTENCE
+    # With the first segment's cost bounded (the default), a first sentence of any length ends
+    # it: a whole sentence is the cheapest first segment with the right prosody.
+    segments = run(ChunkingConfig(), ["Hi! How can I help you today? I am"])
+    assert texts(segments) == ["Hi!", "How can I help you today? I am"]
+    assert [s.lead for s in segments] == [False, False]
 
 
 def test_adaptive_later_segments_ignore_clauses() -> None:
@@ -218,7 +223,7 @@ def test_text_over_max_chars_is_cut_before_flush() -> None:
 
 
 def test_flush_emits_one_segment_and_resets_the_turn() -> None:
-    buffer = TextBuffer(ChunkingConfig())
+    buffer = TextBuffer(ChunkingConfig(lead_cost=None))
     assert buffer.feed("Short one. Two.") == []
     [first] = buffer.flush()
     assert first == Segment("Short one. Two.", 0, 15, SegmentEnd.FLUSH, 0, True)
@@ -350,6 +355,8 @@ CONFIGS = [
     ChunkingConfig(strategy=Strategy.SENTENCE, chunk_length_schedule=(5, 25), max_chars=25),
     ChunkingConfig(auto_mode=True, max_chars=20),
     ChunkingConfig(chunk_length_schedule=(1,), max_chars=20),
+    ChunkingConfig(lead_cost=(5, 12)),
+    ChunkingConfig(auto_mode=True, lead_cost=(3, 9), max_chars=30),
 ]
 CONFIG_IDS = [f"config{i}" for i in range(len(CONFIGS))]
 
@@ -365,6 +372,9 @@ def check_segments(stream: str, segments: list[Segment], config: ChunkingConfig)
         assert previous_end <= segment.start
         assert stream[previous_end : segment.start].strip() == ""
         assert (segment.index, segment.turn_first) == (number, number == 0)
+        if segment.lead:
+            assert number == 0 and config.leads is not None
+            assert segment.boundary < SegmentEnd.SENTENCE
         if segment.boundary is SegmentEnd.CUT:
             assert segment.end - segment.start == config.max_chars
             assert not stream[segment.end].isspace()
@@ -489,7 +499,7 @@ def test_long_whitespace_and_long_words_stay_fast() -> None:
 
 
 def test_first_clause_is_released_as_soon_as_its_space_arrives() -> None:
-    buffer = TextBuffer(ChunkingConfig())
+    buffer = TextBuffer(ChunkingConfig(lead_cost=None))
     assert buffer.feed("The quick brown fox jumps over the lazy dog while the orchestra,") == []
     (segment,) = buffer.feed(" ")
     assert segment.text == "The quick brown fox jumps over the lazy dog while the orchestra,"

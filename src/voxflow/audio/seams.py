@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from voxflow.text.buffer import SegmentEnd
+from voxflow.text.chunking import SegmentEnd
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -257,6 +257,12 @@ class SeamJoiner:
         self._open = True
         self._map = None
 
+    def keep_until(self, sample: int) -> None:
+        """Extend the open segment's ``keep_until`` (see ``start_segment``): a takeover spliced
+        onto a lead makes the segment longer than the lead's words said."""
+        if self._open:
+            self._keep_until = max(self._keep_until, sample)
+
     def window(self, audio: FloatArray, last: bool) -> FloatArray:
         """Take the segment's next window; return the audio that is ready to send now."""
         if not self._open:
@@ -413,6 +419,18 @@ class SeamJoiner:
 
     def _samples(self, ms: float) -> int:
         return round(ms * self._rate / 1000.0)
+
+
+def crossfade(tail: FloatArray, head: FloatArray) -> FloatArray:
+    """``tail`` fading out while ``head`` fades in over their common length (raised cosine, the
+    two gains summing to one): where a takeover's audio replaces its lead's, the last samples of
+    the lead and the same stretch of the takeover are two renderings of the same sound."""
+    size = min(len(tail), len(head))
+    if size == 0:
+        return np.array(head, dtype=np.float32)
+    gain = _rising(np.arange(size, dtype=np.int64), size)
+    mixed = tail[-size:] * (1.0 - gain) + head[:size] * gain
+    return np.concatenate([mixed.astype(np.float32), head[size:]]).astype(np.float32, copy=False)
 
 
 def _rising(position: npt.NDArray[np.int64], length: int) -> npt.NDArray[np.float64]:

@@ -61,10 +61,16 @@ class EngineSettings:
     # After the first window, the flow runs ahead in chunks of at least this many frames: it costs
     # a sixth of the decoder per frame, so running ahead is cheap and saves its wide context.
     flow_chunk_frames: int = 512
+    # The text stage's memory grows with the square of its input (attention over phonemes, the
+    # alignment of phonemes to frames): a 1,250-character spoken text took 650 MiB. Callers cut
+    # text into pieces well under this; the engine refuses longer ones with a clear error.
+    max_phoneme_ids: int = 2000
 
     def __post_init__(self) -> None:
         if self.intra_op_threads < 1:
             raise ValueError("intra_op_threads must be >= 1")
+        if self.max_phoneme_ids < 16:
+            raise ValueError("max_phoneme_ids must be >= 16")
         if self.decoder_overlap_frames < 0 or self.flow_overlap_frames < 0:
             raise ValueError("overlap frames must be >= 0")
         if self.flow_chunk_frames < 1:
@@ -94,6 +100,11 @@ class LoadedVoice:
         # Spinning workers burn a core while idle, which starves the other streams' windows.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = ["CPUExecutionProvider"]
+        # ONNX Runtime keeps the memory arena at its largest use ever unless told to shrink it
+        # after each run; shrinking costs nothing measurable here (docs/benchmarks.md, memory)
+        # and lets the process return to its baseline after a long utterance or a large window.
+        self.run_options = ort.RunOptions()
+        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.text_stage = ort.InferenceSession(split.text_stage, options, providers=providers)
         self.flow_stage = ort.InferenceSession(split.flow_stage, options, providers=providers)
         self.decoder_stage = ort.InferenceSession(split.decoder_stage, options, providers=providers)
@@ -157,6 +168,8 @@ class PiperEngine:
         speaker = loaded.speaker_id(settings.speaker_id)
         phonemized = loaded.phonemizer.phonemize(text)
         phonemes, ids, id_owner = _phoneme_ids(phonemized.phonemes, config)
+        if len(ids) > self._settings.max_phoneme_ids:
+            raise TextTooLongError(len(ids), self._settings.max_phoneme_ids)
         rng = np.random.default_rng(settings.seed)
         channels = loaded.latent_channels
         if not phonemized.phonemes:
@@ -183,7 +196,7 @@ class PiperEngine:
         }
         if loaded.has_speaker_input:
             feeds[SPEAKER_INPUT] = np.array([speaker or 0], dtype=np.int64)
-        m_p, logs_p, durations = loaded.text_stage.run(None, feeds)
+        m_p, logs_p, durations = loaded.text_stage.run(None, feeds, loaded.run_options)
         prior_noise = rng.standard_normal(m_p.shape[1:], dtype=np.float32)
         latents = (m_p[0] + prior_noise * np.exp(logs_p[0]) * np.float32(noise_scale)).astype(
             np.float32
@@ -228,10 +241,15 @@ class PiperEngine:
         dec_hi = min(total, end_frame + self._settings.decoder_overlap_frames)
         cache = self._flow_cache(utterance)
         with cache.lock:
-            if dec_hi > cache.valid:
+            if not cache.lo <= dec_lo <= cache.hi:
+                # Nothing cached is of use (a takeover starts mid-utterance): start over here.
+                cache.lo = cache.hi = dec_lo
+            if dec_hi > cache.hi:
                 self._extend_flow(loaded, utterance, cache, dec_hi)
             z_window = np.ascontiguousarray(cache.z[:, :, dec_lo:dec_hi])
-        (audio,) = loaded.decoder_stage.run(None, {Z: z_window, **_speaker(loaded, utterance)})
+        (audio,) = loaded.decoder_stage.run(
+            None, {Z: z_window, **_speaker(loaded, utterance)}, loaded.run_options
+        )
         hop = utterance.samples_per_frame
         window = audio.reshape(-1)[(start_frame - dec_lo) * hop : (end_frame - dec_lo) * hop]
         clipped: FloatArray = np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
@@ -248,15 +266,16 @@ class PiperEngine:
     def _extend_flow(
         self, loaded: LoadedVoice, utterance: Utterance, cache: _FlowCache, needed: int
     ) -> None:
-        """Run the flow so that ``cache.z`` is exact up to at least ``needed`` frames.
+        """Run the flow so that ``cache.z`` is exact from ``cache.lo`` up to at least ``needed``.
 
         The first run covers just the first window (it is on the time-to-first-audio path); later
         runs reach ``flow_chunk_frames`` further, so the flow's context is paid once per chunk
         rather than once per decoder window.
         """
         total = utterance.num_frames
-        start = cache.valid
-        target = needed if start == 0 else min(total, max(needed, start + self._flow_chunk))
+        start = cache.hi
+        first = start == cache.lo
+        target = needed if first else min(total, max(needed, start + self._flow_chunk))
         context = self._settings.flow_overlap_frames
         lo = max(0, start - context)
         hi = min(total, target + context)
@@ -267,17 +286,31 @@ class PiperEngine:
                 Y_MASK: np.ones((1, 1, hi - lo), dtype=np.float32),
                 **_speaker(loaded, utterance),
             },
+            loaded.run_options,
         )
         cache.z[:, :, start:target] = z[:, :, start - lo : target - lo]
-        cache.valid = target
+        cache.hi = target
+
+
+class TextTooLongError(ValueError):
+    """A text whose phonemes exceed what one text stage may take (``max_phoneme_ids``)."""
+
+    def __init__(self, ids: int, limit: int) -> None:
+        super().__init__(
+            f"text too long for one utterance: {ids} phoneme ids, at most {limit}; "
+            "cut it into shorter pieces"
+        )
+        self.ids = ids
+        self.limit = limit
 
 
 class _FlowCache:
-    """The flow's output for one utterance, exact for frames ``[0, valid)``."""
+    """The flow's output for one utterance, exact for frames ``[lo, hi)``."""
 
     def __init__(self, channels: int, frames: int) -> None:
         self.z = np.empty((1, channels, frames), dtype=np.float32)
-        self.valid = 0
+        self.lo = 0
+        self.hi = 0
         self.lock = threading.Lock()
 
 

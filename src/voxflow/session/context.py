@@ -1,25 +1,37 @@
-"""One synthesis context: its text buffer, segments in flight, audio clock and word timeline.
+"""One synthesis context: its text buffer, pieces in flight, audio clock and word timeline.
 
-A context turns text into ``SegmentRequest``s and scheduler results into client events. Its audio
-timeline is continuous across segments and turns: ``offset_ms`` of every chunk and ``start_ms`` of
-every word are measured from the context's first sample, and word characters index the
-concatenation of all text the client sent to it.
+A context turns text into ``SegmentRequest``s (one per *piece*, ``voxflow.session.pieces``) and
+scheduler results into client events. Its audio timeline is continuous across segments and
+turns: ``offset_ms`` of every chunk and ``start_ms`` of every word are measured from the context's
+first sample, and word characters index the concatenation of all text the client sent to it.
+
+A first segment cut inside a sentence (``Segment.lead``) is rendered as a *lead*; the segment
+that finishes the sentence is rendered as the whole sentence and takes over from the lead at a
+word boundary that the scheduler picks. The lead's last frame and the takeover's frame before
+its first word are cross-faded, and from there on the two are one segment for the seam joiner.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from voxflow.audio.encoders import StreamEncoder
 from voxflow.audio.formats import OutputFormat
-from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap
-from voxflow.engines.base import Utterance, VoiceSettings
-from voxflow.runtime.scheduler import Prepared, Rendered, SegmentRequest
+from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap, crossfade
+from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
+from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
+from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
-from voxflow.text.normalize import NormalizationMode, Normalized, Normalizer
+from voxflow.text.normalize import NormalizationMode, Normalizer
+
+DEFAULT_MAX_PIECE_CHARS = 300
+"""Spoken characters per engine call: ~650 phoneme ids, a text stage of ~200 ms and a few tens
+of MiB (its memory grows with the square of its input)."""
 
 
 @dataclass(frozen=True)
@@ -32,11 +44,24 @@ class ContextOptions:
     seams: SeamSettings
     normalizer: Normalizer
     normalization: NormalizationMode
+    max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS
 
 
 class ContextState(enum.Enum):
     OPEN = "open"
     ENDING = "ending"  # ``end`` received: finishing the audio, then ``done``
+
+
+@dataclass(eq=False)
+class _Piece:
+    """A submitted request and what its results have told so far."""
+
+    text: PieceText
+    lead: bool
+    utterance: Utterance | None = None
+    timed: int = 0  # the utterance's words handled (timed, or skipped as the lead's)
+    first_frame: int = 0  # words that start before this frame were spoken by the lead
+    sample_offset: int = 0  # the seam joiner's sample index of the utterance's sample 0
 
 
 class Context:
@@ -53,19 +78,20 @@ class Context:
         self.created_at = now
         self.first_text_at: float | None = None
         self.first_audio_at: float | None = None
-        self._segments: dict[int, Segment] = {}
+        self._pieces: dict[int, _Piece] = {}
         self._next_tag = 0
-        self._finished_segments = 0
-        # Segment audio goes through the joiner (silence trimmed, set pauses); word timings use
-        # its map, so they are sent with the first audio of their segment, not at `Prepared`.
+        self._finished = 0
+        self._lead: tuple[int, _Piece] | None = None  # a lead waiting for its takeover
+        # The lead's last samples, held back to be cross-faded with its takeover's first ones,
+        # and the joiner sample index just past them.
+        self._held: FloatArray | None = None
+        self._held_end = 0
+        # Piece audio goes through the joiner (silence trimmed, set pauses); word timings use
+        # its map, so they are sent with the first audio of their piece, not at `Prepared`.
         self.joiner = SeamJoiner(options.source_rate, options.seams)
         self._previous_boundary: SegmentEnd | None = None
-        self._untimed: dict[int, Utterance] = {}  # prepared segments whose words await timing
-        self._normalized: dict[int, Normalized] = {}  # spoken form of each segment in flight
-        self._out_samples = 0
-        self._out_rate = (
-            options.output_format.sample_rate
-        )  # output-rate samples sent so far (timeline for chunks)
+        self._out_samples = 0  # output-rate samples sent so far (timeline for chunks)
+        self._out_rate = options.output_format.sample_rate
         self._seq = 0
         self._synth_s = 0.0
         self._misses = 0
@@ -80,9 +106,11 @@ class Context:
             played_until = self.first_audio_at + self.audio_ms / 1000.0
             if now >= played_until:
                 # The client has played everything: the silence already happened in real time,
-                # so the next segment starts without a pause (as at the stream's start).
+                # so the next segment starts without a pause (as at the stream's start), and
+                # the listener waits for it as for a first segment.
                 self.joiner.flush()
                 self._previous_boundary = None
+                self.buffer.restart_turn()
         self.text += text
         return self._requests(self.buffer.feed(text, now))
 
@@ -93,63 +121,95 @@ class Context:
         return self._requests(self.buffer.poll(now))
 
     def _requests(self, segments: list[Segment]) -> list[SegmentRequest]:
-        requests = []
+        requests: list[SegmentRequest] = []
         for segment in segments:
-            tag = self._next_tag
-            self._next_tag += 1
-            self._segments[tag] = segment
-            settings = self.options.settings
-            if settings.seed is not None:
-                # One seed per segment keeps a seeded context reproducible however it is windowed.
-                settings = replace(settings, seed=settings.seed + tag)
-            # The engine speaks the spoken form; word timings map back through `normalized`.
+            lead, self._lead = self._lead, None
+            if lead is not None:
+                takeover = self._takeover(lead, segment)
+                if takeover is not None:
+                    requests.append(takeover)
+                    continue
             normalized = self.options.normalizer.normalize(segment.text, self.options.normalization)
-            self._normalized[tag] = normalized
-            requests.append(SegmentRequest(normalized.text, self.options.voice, settings, tag))
+            ranges = split_spoken(normalized.text, self.options.max_piece_chars)
+            # A lead must be one piece: its takeover re-renders it whole.
+            leads = segment.lead and len(ranges) == 1
+            for number, (start, end) in enumerate(ranges):
+                boundary = segment.boundary if number == len(ranges) - 1 else SegmentEnd.WORD
+                piece = _Piece(PieceText(segment.start, normalized, start, end, boundary), leads)
+                requests.append(self._request(piece))
+                if leads:
+                    self._lead = (requests[-1].tag, piece)
         return requests
+
+    def _takeover(self, lead: tuple[int, _Piece], segment: Segment) -> SegmentRequest | None:
+        """The request that renders ``lead``'s sentence whole, up to the end of ``segment``."""
+        tag, piece = lead
+        start = piece.text.source_start
+        whole = self.options.normalizer.normalize(
+            self.text[start : segment.end], self.options.normalization
+        )
+        spoken = len(whole.text.rstrip())
+        if spoken > self.options.max_piece_chars:
+            return None  # too long to render whole: the rest is rendered on its own
+        points = switch_points(piece.text.normalized, whole)
+        whole_piece = _Piece(PieceText(start, whole, 0, spoken, segment.boundary), lead=False)
+        return self._request(whole_piece, Takeover(tag, points))
+
+    def _request(self, piece: _Piece, takeover: Takeover | None = None) -> SegmentRequest:
+        tag = self._next_tag
+        self._next_tag += 1
+        self._pieces[tag] = piece
+        settings = self.options.settings
+        if settings.seed is not None:
+            # One seed per piece keeps a seeded context reproducible however it is windowed.
+            settings = replace(settings, seed=settings.seed + tag)
+        return SegmentRequest(
+            piece.text.text, self.options.voice, settings, tag, lead=piece.lead, takeover=takeover
+        )
 
     @property
     def idle(self) -> bool:
-        """Every submitted segment has been rendered."""
-        return self._finished_segments == self._next_tag
+        """Every submitted piece has been rendered."""
+        return self._finished == self._next_tag
 
     # -- results in ------------------------------------------------------------------------------
 
     def prepared(self, event: Prepared) -> None:
         self._synth_s += event.compute_s
-        if event.utterance.words:
-            self._untimed[event.tag] = event.utterance
+        piece = self._pieces.get(event.tag)
+        if piece is not None:
+            piece.utterance = event.utterance
 
     def rendered(self, event: Rendered, now: float) -> list[AudioOut | TimestampsOut]:
-        """Client events for one rendered window: its segment's word timings (once the joiner
-        has placed the segment's speech on the timeline), then its audio."""
+        """Client events for one rendered window: the word timings of its piece that are due
+        (once the joiner has placed the piece's speech on the timeline), then its audio."""
         self._synth_s += event.compute_s
         if event.late_s > 0:
             self._misses += 1
-        segment = self._segments.get(event.tag)
-        utterance = self._untimed.get(event.tag)
-        if event.start_frame == 0:
-            last_word_end = 0
-            if utterance is not None:
-                last_word_end = utterance.words[-1].end_frame * utterance.samples_per_frame
-            self.joiner.start_segment(self._previous_boundary, keep_until=last_word_end)
-        audio = self.joiner.window(event.audio, event.last)
+        piece = self._pieces.get(event.tag)
+        if piece is None:
+            return []
+        audio = event.audio
+        spf = piece.utterance.samples_per_frame if piece.utterance is not None else 1
+        if event.first:
+            audio = self._start_piece(piece, event, audio, spf)
+        if event.last and event.continues:
+            # The takeover carries on from here: hold the last frames for the cross-fade.
+            held = event.splice_frames or 1
+            cut = max(0, len(audio) - held * spf)
+            self._held, audio = audio[cut:], audio[:cut]
+            self._held_end = event.end_frame * spf + piece.sample_offset
+        audio = self.joiner.window(audio, event.last and not event.continues)
         out: list[AudioOut | TimestampsOut] = []
         chunks = [self._encode(lambda: self.encoder.encode(audio), now)] if len(audio) else []
-        segment_map = self.joiner.segment_map
-        if utterance is not None and segment_map is not None and segment is not None:
-            del self._untimed[event.tag]
-            # Read after encoding: codec priming inserted before this audio delays it too.
-            inserted_ms = 1000.0 * self.encoder.inserted_samples / self._out_rate
-            words = _word_timings(
-                utterance, segment, self._normalized[event.tag], segment_map, inserted_ms
-            )
-            self.words.extend(words)
+        words = self._due_words(piece, event)
+        if words:
             out.append(TimestampsOut(self.id, tuple(words)))
         if event.last:
-            # A segment that stayed silent has no audio to time its words against.
-            self._untimed.pop(event.tag, None)
-            self._end_segment(event.tag, segment)
+            self._finished += 1
+            self._pieces.pop(event.tag, None)
+            if not event.continues:
+                self._previous_boundary = piece.text.boundary
             if self.idle:
                 # Nothing more is queued: release what the resampler and codec hold back now
                 # rather than when (if ever) more text arrives; the stream stays open.
@@ -157,20 +217,71 @@ class Context:
         out.extend(chunk for chunk in chunks if chunk is not None)
         return out
 
+    def _start_piece(
+        self, piece: _Piece, event: Rendered, audio: FloatArray, spf: int
+    ) -> FloatArray:
+        """Open the piece on the joiner: spliced onto its lead, or as a segment of its own."""
+        piece.first_frame = event.start_frame + event.splice_frames
+        held, self._held = self._held, None
+        if event.splice_frames and held is not None:
+            piece.sample_offset = self._held_end - piece.first_frame * spf
+            self.joiner.keep_until(self._last_word_end(piece, spf))
+            size = event.splice_frames * spf
+            return np.concatenate([crossfade(held, audio[:size]), audio[size:]]).astype(
+                np.float32, copy=False
+            )
+        piece.sample_offset = -event.start_frame * spf
+        self.joiner.start_segment(
+            self._previous_boundary, keep_until=self._last_word_end(piece, spf)
+        )
+        return audio
+
+    @staticmethod
+    def _last_word_end(piece: _Piece, spf: int) -> int:
+        utterance = piece.utterance
+        if utterance is None or not utterance.words:
+            return 0
+        return utterance.words[-1].end_frame * spf + piece.sample_offset
+
+    def _due_words(self, piece: _Piece, event: Rendered) -> list[WordTiming]:
+        """Word timings to send before this window's audio.
+
+        A piece sends all its words with its first audio; a lead sends them window by window,
+        each word once its first frame is rendered (with the rest of its written token), since
+        the words after the switch are spoken by the takeover instead.
+        """
+        utterance = piece.utterance
+        segment_map = self.joiner.segment_map
+        if utterance is None or piece.timed >= len(utterance.words):
+            return []
+        if segment_map is None:
+            if event.last:
+                piece.timed = len(utterance.words)  # silent: nothing to time the words against
+            return []
+        words = utterance.words
+        end = len(words)
+        if piece.lead and not (event.last and not event.continues):
+            end = piece.timed
+            while end < len(words) and words[end].start_frame < event.end_frame:
+                end += 1
+            end = _extend_to_token(words, end, piece.text)
+        chosen = [w for w in words[piece.timed : end] if w.start_frame >= piece.first_frame]
+        piece.timed = len(words) if event.last else end
+        # Read after encoding: codec priming inserted before this audio delays it too.
+        inserted_ms = 1000.0 * self.encoder.inserted_samples / self._out_rate
+        timings = _word_timings(utterance, chosen, piece, segment_map, inserted_ms)
+        self.words.extend(timings)
+        return timings
+
     def finish(self, now: float) -> AudioOut | None:
         """End of the context's audio: the codec's last frames and trailer, if any."""
         return self._encode(self.encoder.finish, now)
 
     def segment_failed(self, tag: int) -> None:
-        self._untimed.pop(tag, None)
-        self._end_segment(tag, self._segments.get(tag))
-
-    def _end_segment(self, tag: int, segment: Segment | None) -> None:
-        self._segments.pop(tag, None)
-        self._normalized.pop(tag, None)
-        self._finished_segments += 1
-        if segment is not None:
-            self._previous_boundary = segment.boundary
+        piece = self._pieces.pop(tag, None)
+        if piece is not None:
+            self._finished += 1
+            self._previous_boundary = piece.text.boundary
 
     def _encode(self, step: Callable[[], bytes], now: float) -> AudioOut | None:
         """Run one encoder step and wrap its bytes; timing comes from the samples a decoder will
@@ -219,10 +330,28 @@ class Context:
         return self.text[start : heard[-1].char_end]
 
 
+def _extend_to_token(words: Sequence[WordSpan], end: int, text: PieceText) -> int:
+    """Move ``end`` past the spoken words that come from the same written token as the word
+    before it ("$3.50" is five spoken words), so a token is never timed in two halves."""
+    if end == 0 or end >= len(words):
+        return end
+    last = text.normalized.to_source(
+        text.spoken_start + words[end - 1].char_start, text.spoken_start + words[end - 1].char_end
+    )
+    while end < len(words):
+        source = text.normalized.to_source(
+            text.spoken_start + words[end].char_start, text.spoken_start + words[end].char_end
+        )
+        if source[0] >= last[1]:
+            break
+        end += 1
+    return end
+
+
 def _word_timings(
     utterance: Utterance,
-    segment: Segment,
-    normalized: Normalized,
+    words: Sequence[WordSpan],
+    piece: _Piece,
     segment_map: SegmentMap,
     offset_ms: float,
 ) -> list[WordTiming]:
@@ -233,20 +362,28 @@ def _word_timings(
     """
     spf = utterance.samples_per_frame
     ms_per_sample = 1000.0 / utterance.sample_rate
+    text = piece.text
+    source = text.source_text
     timings: list[WordTiming] = []
-    for w in utterance.words:
-        src_start, src_end = normalized.to_source(w.char_start, w.char_end)
+    for w in words:
+        src_start, src_end = text.normalized.to_source(
+            text.spoken_start + w.char_start, text.spoken_start + w.char_end
+        )
         if src_end <= src_start:
             continue  # an inserted spoken word with no written counterpart
-        start_ms = offset_ms + ms_per_sample * segment_map.to_output(w.start_frame * spf)
-        end_ms = offset_ms + ms_per_sample * segment_map.to_output(w.end_frame * spf)
-        char_start = segment.start + src_start
-        char_end = segment.start + src_end
+        start_ms = offset_ms + ms_per_sample * segment_map.to_output(
+            w.start_frame * spf + piece.sample_offset
+        )
+        end_ms = offset_ms + ms_per_sample * segment_map.to_output(
+            w.end_frame * spf + piece.sample_offset
+        )
+        char_start = text.source_start + src_start
+        char_end = text.source_start + src_end
         if timings and char_start < timings[-1].char_end:
             last = timings[-1]
             char_end = max(char_end, last.char_end)
             timings[-1] = WordTiming(
-                word=segment.text[last.char_start - segment.start : char_end - segment.start],
+                word=source[last.char_start - text.source_start : char_end - text.source_start],
                 start_ms=last.start_ms,
                 end_ms=max(end_ms, last.end_ms),
                 char_start=last.char_start,
@@ -255,7 +392,7 @@ def _word_timings(
             continue
         timings.append(
             WordTiming(
-                word=segment.text[src_start:src_end],
+                word=source[src_start:src_end],
                 start_ms=start_ms,
                 end_ms=end_ms,
                 char_start=char_start,

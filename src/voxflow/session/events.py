@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from voxflow.runtime.scheduler import SegmentRequest
+from voxflow.runtime.jobs import SegmentRequest
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ ClientEvent = AudioOut | TimestampsOut | DoneOut | CancelledOut | ErrorOut | Clo
 @dataclass(frozen=True)
 class OpenStream:
     serial: int
+    paced: bool = True  # False: render as fast as possible (a whole-text HTTP request)
 
 
 @dataclass(frozen=True)

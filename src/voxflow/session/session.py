@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
 from voxflow.audio.seams import SeamSettings
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
-from voxflow.runtime.scheduler import (
+from voxflow.runtime.jobs import (
     Drained,
     Failed,
     Prepared,
@@ -33,7 +33,7 @@ from voxflow.runtime.scheduler import (
     SchedulerEvent,
     SegmentRequest,
 )
-from voxflow.session.context import Context, ContextOptions, ContextState
+from voxflow.session.context import DEFAULT_MAX_PIECE_CHARS, Context, ContextOptions, ContextState
 from voxflow.session.events import (
     CancelledOut,
     CancelStream,
@@ -62,6 +62,7 @@ class SessionConfig:
     max_buffered_chars: int = 50_000
     seams: SeamSettings = field(default_factory=SeamSettings)
     normalizer: Normalizer = field(default_factory=Normalizer)  # server-wide lexicon included
+    max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS  # spoken characters per engine call
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,9 @@ class StartOptions:
     auto_mode: bool | None = None
     normalization: NormalizationMode = NormalizationMode.AUTO
     lexicon: Lexicon | None = None  # per-request entries, over the server-wide lexicon
+    # Paced contexts keep a bounded lead over their listener's playback (a live stream); an
+    # unpaced one renders as fast as the workers allow (a whole-text HTTP request).
+    paced: bool = True
 
 
 class SessionError(Exception):
@@ -263,12 +267,13 @@ class Session:
                 seams=self._config.seams,
                 normalizer=self._config.normalizer.with_lexicon(options.lexicon),
                 normalization=options.normalization,
+                max_piece_chars=self._config.max_piece_chars,
             ),
             now,
         )
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
-        self._outputs.append(OpenStream(context.serial))
+        self._outputs.append(OpenStream(context.serial, options.paced))
         return context
 
     def _get(self, cid: str) -> Context:

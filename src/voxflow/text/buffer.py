@@ -8,13 +8,20 @@ Invariants:
 
 * Chunking independence: for any text and any way of cutting it into pieces, calling
   ``feed(piece)`` for each piece and then ``flush()`` yields exactly the same segments (text,
-  start, end, boundary, index, turn_first) as ``feed(whole)`` followed by ``flush()``. Decisions
-  only read boundaries that are already final (see ``BoundaryScanner.settled``) and a cut
-  forced by ``max_chars`` is only taken once every boundary up to ``max_chars`` is known.
+  start, end, boundary, index, turn_first, lead) as ``feed(whole)`` followed by ``flush()``.
+  Decisions only read boundaries that are already final (see ``BoundaryScanner.settled``) and
+  the text before them; a cut forced by ``max_chars`` is only taken once every boundary up to
+  ``max_chars`` is known. The one rule that reads the clock, the look-ahead (below), only fires
+  when no text arrived for ``lookahead_s``: pieces that arrive closer together than that give
+  the same segments as the whole text.
 * Offsets: ``start``/``end`` index the concatenation of all text ever fed to the buffer, and
   ``segment.text == stream[start:end]`` with no surrounding whitespace. Segments are strictly
   ordered and only whitespace lies between them, so no text is lost or duplicated.
 * ``end - start <= max_chars`` for every segment; whitespace never forms a segment.
+* Bounded first segment (adaptive strategy and auto mode, ``lead_cost=(low, high)``): the first
+  segment of a turn never extends past the first word boundary whose spoken cost
+  (``voxflow.text.phrases.spoken_cost`` of the text from the segment's start) exceeds ``high``
+  when an earlier word boundary costs at least ``low``.
 * ``feed`` costs time proportional to the new text (plus bounded lookbehind), not to the
   amount buffered.
 
@@ -33,18 +40,44 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
   ``max_chars``); fixed ``(fixed_chars,)``; word ``(words_per_chunk,)`` words. An explicit
   schedule replaces the minimums only.
 * ``auto_mode`` ignores strategy and schedule: every confirmed SENTENCE boundary ends a segment.
+* The first segment of a turn (adaptive and auto mode) is what the listener waits for, and its
+  text stage costs about 0.6 ms per spoken character, so its cost is bounded by ``lead_cost``
+  ``(low, high)``. Examining its boundaries in order, with ``c`` the spoken cost up to each:
+
+  - a SENTENCE boundary (at any length, whatever the minimum) or an acceptable CLAUSE (past
+    the minimum) ends it while ``c <= high``;
+  - a CLAUSE with ``low <= c <= high`` ends it (auto mode, where clauses are not acceptable);
+  - a word boundary with ``low <= c <= high`` before a word that opens a phrase (a conjunction,
+    preposition or relative word, ``voxflow.text.phrases``) ends it, decided once that word
+    is complete;
+  - once ``c > high``, it ends at the latest boundary with ``low <= c <= high``; with none
+    there, the ordinary rules apply (a SENTENCE at any length, an acceptable CLAUSE).
+
+  A first segment that ends inside a sentence (anything but SENTENCE) is marked ``lead``: the
+  next segment finishes the sentence, and the session renders the sentence whole beside it.
+* Look-ahead (``lookahead_s``): a sentence end at the very end of the buffered text is only
+  confirmed by the next word. When nothing arrives for ``lookahead_s`` after it, ``poll`` takes
+  it as confirmed (if it would end a sentence before a capital: not "Dr." or "e.g.") and emits
+  everything up to it as one SENTENCE segment, whatever the minimum: a reply that paused or
+  ended is not held back waiting for a token that may never come. The turn goes on.
 * ``flush`` emits everything buffered as one ``FLUSH`` segment and starts a new turn: the
   segment index returns to 0. It never needs to split: ``feed`` already cut anything that
   exceeded ``max_chars``, since such a cut is certain once ``max_chars`` is exceeded.
+  ``restart_turn`` starts a new turn without emitting, when nothing is buffered.
 """
 
 import bisect
-import enum
-import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
+from voxflow.text.chunking import (
+    MIN_MAX_CHARS,
+    ChunkingConfig,
+    Segment,
+    SegmentEnd,
+    Strategy,
+)
+from voxflow.text.phrases import spoken_cost, starts_phrase
 from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner
 
 __all__ = [
@@ -56,120 +89,13 @@ __all__ = [
     "TextBuffer",
 ]
 
-MIN_MAX_CHARS = 20
-"""Smallest accepted ``ChunkingConfig.max_chars``."""
-
-
-class Strategy(enum.StrEnum):
-    """Which boundaries may end a segment; see the module docstring."""
-
-    SENTENCE = "sentence"
-    ADAPTIVE = "adaptive"
-    FIXED = "fixed"
-    WORD = "word"
-
-
-class SegmentEnd(enum.IntEnum):
-    """What ended a segment. Values match ``BoundaryKind`` for the three boundary kinds."""
-
-    CUT = 0  # hard cut inside a word longer than max_chars
-    WORD = 1
-    CLAUSE = 2
-    SENTENCE = 3
-    FLUSH = 4  # flush() or an idle flush ended the turn
-
 
 @dataclass(frozen=True)
-class ChunkingConfig:
-    """How a ``TextBuffer`` cuts text. Validated on construction (``ValueError``).
+class _Priced:
+    """A boundary of the first segment and the spoken cost of the text up to it."""
 
-    ``chunk_length_schedule`` entries must be positive integers no larger than ``max_chars``
-    (a larger minimum could never be met before the hard cap); a list is stored as a tuple.
-    ``fixed_chars`` and ``words_per_chunk`` must be positive, and no larger than ``max_chars``
-    when they are the schedule in force; ``max_chars >= MIN_MAX_CHARS``; ``idle_flush_s`` is
-    None or a finite number of seconds greater than zero.
-    """
-
-    strategy: Strategy = Strategy.ADAPTIVE
-    chunk_length_schedule: tuple[int, ...] | None = None
-    auto_mode: bool = False
-    max_chars: int = 250
-    fixed_chars: int = 60
-    words_per_chunk: int = 6
-    idle_flush_s: float | None = None
-
-    def __post_init__(self) -> None:
-        try:
-            strategy = Strategy(self.strategy)
-        except ValueError:
-            choices = ", ".join(s.value for s in Strategy)
-            raise ValueError(f"strategy must be one of {choices}, got {self.strategy!r}") from None
-        object.__setattr__(self, "strategy", strategy)
-        if not isinstance(self.auto_mode, bool):
-            raise ValueError(f"auto_mode must be a bool, got {self.auto_mode!r}")
-        _check_int("max_chars", self.max_chars, MIN_MAX_CHARS, None)
-        # fixed_chars and words_per_chunk only need to fit under max_chars when they are in use.
-        fixed_in_use = self.strategy is Strategy.FIXED and self.chunk_length_schedule is None
-        words_in_use = self.strategy is Strategy.WORD and self.chunk_length_schedule is None
-        _check_int("fixed_chars", self.fixed_chars, 1, self.max_chars if fixed_in_use else None)
-        _check_int(
-            "words_per_chunk", self.words_per_chunk, 1, self.max_chars if words_in_use else None
-        )
-        if self.chunk_length_schedule is not None:
-            object.__setattr__(
-                self, "chunk_length_schedule", _check_schedule(self.chunk_length_schedule, self)
-            )
-        idle = self.idle_flush_s
-        if idle is not None and (
-            isinstance(idle, bool)
-            or not isinstance(idle, int | float)
-            or not math.isfinite(idle)
-            or idle <= 0
-        ):
-            raise ValueError(f"idle_flush_s must be None or a finite number > 0, got {idle!r}")
-
-    @property
-    def effective_schedule(self) -> tuple[int, ...]:
-        """The minimums in force: the explicit schedule or the strategy's default."""
-        if self.chunk_length_schedule is not None:
-            return self.chunk_length_schedule
-        match self.strategy:
-            case Strategy.SENTENCE:
-                return (1,)
-            case Strategy.ADAPTIVE:
-                return (min(20, self.max_chars), min(60, self.max_chars))
-            case Strategy.FIXED:
-                return (self.fixed_chars,)
-            case Strategy.WORD:
-                return (self.words_per_chunk,)
-
-
-def _check_int(name: str, value: object, low: int, high: int | None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"between {low} and max_chars ({high})"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-
-
-def _check_schedule(schedule: object, config: ChunkingConfig) -> tuple[int, ...]:
-    if not isinstance(schedule, Sequence) or isinstance(schedule, str) or not schedule:
-        raise ValueError(f"chunk_length_schedule must be a non-empty tuple, got {schedule!r}")
-    for position, entry in enumerate(schedule):
-        _check_int(f"chunk_length_schedule[{position}]", entry, 1, config.max_chars)
-    return tuple(schedule)
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A piece of text ready to be spoken. ``text == stream[start:end]``, already stripped."""
-
-    text: str
-    start: int
-    end: int
-    boundary: SegmentEnd
-    index: int  # position within the current turn, from 0
-    turn_first: bool  # index == 0
+    boundary: Boundary
+    cost: int
 
 
 class TextBuffer:
@@ -179,6 +105,7 @@ class TextBuffer:
         self._config = config
         self._schedule = config.effective_schedule
         self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
+        self._leads = config.leads
         self._scanner = BoundaryScanner()
         # Confirmed boundaries after the last cut, in order.
         self._pending: list[Boundary] = []
@@ -192,6 +119,11 @@ class TextBuffer:
         self._examined = 0
         self._best: Boundary | None = None
         self._latest: Boundary | None = None
+        # Lead search (first segment of a turn only): the previous boundary examined, the latest
+        # one inside the lead window, and whether the window has been passed.
+        self._lead_previous: _Priced | None = None
+        self._lead_fallback: _Priced | None = None
+        self._lead_passed = False
 
     @property
     def config(self) -> ChunkingConfig:
@@ -201,6 +133,11 @@ class TextBuffer:
     def buffered(self) -> str:
         """Text fed but not yet emitted (including whitespace after the last segment)."""
         return self._scanner.text(self._cut, self._scanner.end)
+
+    @property
+    def has_content(self) -> bool:
+        """Whether non-space text is waiting to be emitted."""
+        return self._locate_content() is not None
 
     def feed(self, text: str, now: float | None = None) -> list[Segment]:
         """Add ``text`` and return the segments that became ready, in order.
@@ -234,19 +171,46 @@ class TextBuffer:
         self._index = 0
         return out
 
+    def restart_turn(self) -> None:
+        """Start a new turn (the next segment is a first segment again) if nothing is buffered;
+        for text that resumes after the listener has heard everything so far."""
+        if self._locate_content() is None:
+            self._index = 0
+            self._start_segment()
+
     def poll(self, now: float) -> list[Segment]:
-        """Flush if the idle deadline has passed; otherwise return nothing."""
-        deadline = self.idle_deadline()
-        if deadline is not None and now >= deadline:
+        """Flush if the idle deadline has passed, or emit a sentence whose look-ahead expired;
+        otherwise return nothing."""
+        idle = self._idle_flush_at()
+        if idle is not None and now >= idle:
             return self.flush()
-        return []
+        lookahead = self._lookahead_at()
+        if lookahead is None or now < lookahead:
+            return []
+        start = self._locate_content()
+        end = self._scanner.sentence_at_end()
+        if start is None or end is None:
+            return []
+        return [self._emit(start, end.pos, SegmentEnd.SENTENCE)]
 
     def idle_deadline(self) -> float | None:
-        """When ``poll`` would flush buffered text, or None if it never would."""
+        """When ``poll`` would emit something, or None if it never would without more text."""
+        deadlines = [d for d in (self._idle_flush_at(), self._lookahead_at()) if d is not None]
+        return min(deadlines, default=None)
+
+    def _idle_flush_at(self) -> float | None:
         idle = self._config.idle_flush_s
         if idle is None or self._last_feed is None or self._locate_content() is None:
             return None
         return self._last_feed + idle
+
+    def _lookahead_at(self) -> float | None:
+        wait = self._config.lookahead_s
+        if wait is None or self._last_feed is None or self._locate_content() is None:
+            return None
+        if self._scanner.sentence_at_end() is None:
+            return None
+        return self._last_feed + wait
 
     def _rule(self) -> tuple[int, BoundaryKind]:
         """Minimum length and weakest acceptable boundary for the next segment."""
@@ -269,21 +233,61 @@ class TextBuffer:
             return None
         minimum, accept = self._rule()
         limit = start + self._config.max_chars
+        first = self._leads is not None and self._index == 0
+        leading = first and not self._lead_passed
         while self._examined < len(self._pending):
             boundary = self._pending[self._examined]
             if boundary.pos > limit:
                 return self._fallback(start)
+            measure = self._examined + 1 if self._counts_words else boundary.pos - start
+            acceptable = measure >= minimum and boundary.kind >= accept
+            if first and boundary.kind is BoundaryKind.SENTENCE:
+                acceptable = True  # a whole first sentence is the best first segment, if short
+            if leading:
+                cut = self._lead_cut(start, boundary, acceptable)
+                if cut is not None:
+                    return cut
+                leading = not self._lead_passed
             self._examined += 1
-            measure = self._examined if self._counts_words else boundary.pos - start
-            if measure >= minimum:
-                if boundary.kind >= accept:
-                    return self._emit(start, boundary.pos, SegmentEnd(boundary.kind))
+            if acceptable:
+                return self._emit(start, boundary.pos, SegmentEnd(boundary.kind))
+            if measure >= minimum and (self._best is None or boundary.kind >= self._best.kind):
                 # Positions only grow, so >= keeps the latest of the strongest.
-                if self._best is None or boundary.kind >= self._best.kind:
-                    self._best = boundary
+                self._best = boundary
             self._latest = boundary
         if self._scanner.settled > limit:
             return self._fallback(start)
+        return None
+
+    def _lead_cut(self, start: int, boundary: Boundary, acceptable: bool) -> Segment | None:
+        """Apply the first segment's cost bound at ``boundary`` (see the module docstring).
+
+        Returns the segment to emit, or None to go on with the ordinary rules. Sets
+        ``_lead_passed`` once the lead window lies behind, so the bound costs nothing after.
+        """
+        assert self._leads is not None
+        low, high = self._leads
+        cost = spoken_cost(self._scanner.text(start, boundary.pos))
+        previous = self._lead_previous
+        if acceptable and cost <= high:
+            return None  # an ordinary end within the bound: the caller emits it
+        if boundary.kind is BoundaryKind.CLAUSE and low <= cost <= high:
+            return self._emit(start, boundary.pos, SegmentEnd.CLAUSE)
+        if previous is not None and low <= previous.cost <= high:
+            # The word after `previous` is complete now that `boundary` is confirmed.
+            word = self._scanner.text(previous.boundary.pos, boundary.pos)
+            if starts_phrase(word.strip()):
+                return self._emit(start, previous.boundary.pos, SegmentEnd(previous.boundary.kind))
+        priced = _Priced(boundary, cost)
+        if cost > high:
+            self._lead_passed = True
+            chosen = self._lead_fallback
+            if chosen is not None:
+                return self._emit(start, chosen.boundary.pos, SegmentEnd(chosen.boundary.kind))
+            return None
+        if cost >= low:
+            self._lead_fallback = priced
+        self._lead_previous = priced
         return None
 
     def _fallback(self, start: int) -> Segment:
@@ -294,13 +298,15 @@ class TextBuffer:
         return self._emit(start, choice.pos, SegmentEnd(choice.kind))
 
     def _emit(self, start: int, end: int, kind: SegmentEnd) -> Segment:
+        first = self._index == 0
         segment = Segment(
             text=self._scanner.text(start, end),
             start=start,
             end=end,
             boundary=kind,
             index=self._index,
-            turn_first=self._index == 0,
+            turn_first=first,
+            lead=first and self._leads is not None and kind < SegmentEnd.SENTENCE,
         )
         self._index += 1
         self._cut = end
@@ -315,6 +321,9 @@ class TextBuffer:
         self._examined = 0
         self._best = None
         self._latest = None
+        self._lead_previous = None
+        self._lead_fallback = None
+        self._lead_passed = False
 
     def _locate_content(self) -> int | None:
         if self._content is None:

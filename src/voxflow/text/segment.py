@@ -202,6 +202,18 @@ class BoundaryScanner:
         found = _CONTENT.search(self._text, start - self._base)
         return None if found is None else self._base + found.start()
 
+    def sentence_at_end(self) -> Boundary | None:
+        """The end of the settled text as a ``SENTENCE`` boundary, if it would be one before a
+        capital letter: what the next word most likely confirms. None for "Dr.", "e.g.", an
+        initial, a list marker, or text that ends without a terminator."""
+        end = self._settled - self._base
+        if end <= 0:
+            return None
+        floor = max(0, end - LOOKBEHIND)
+        if _punctuation_kind(self._text, floor, end, "A") is BoundaryKind.SENTENCE:
+            return Boundary(self._settled, BoundaryKind.SENTENCE)
+        return None
+
     def release(self, upto: int) -> None:
         """Declare that the caller will not read text before ``upto`` again."""
         self._released = max(self._released, upto)

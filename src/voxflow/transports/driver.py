@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 
-from voxflow.runtime.scheduler import Drained, Scheduler, SchedulerEvent, StreamHandle
+from voxflow.runtime.jobs import Drained, SchedulerEvent
+from voxflow.runtime.scheduler import Scheduler, StreamHandle
 from voxflow.server.metrics import ServerMetrics
 from voxflow.session.events import (
     AudioOut,
@@ -106,7 +107,9 @@ class SessionDriver:
         for output in self.session.drain():
             if isinstance(output, OpenStream):
                 serial = output.serial
-                self._streams[serial] = self._scheduler.open_stream(self._sink(serial))
+                self._streams[serial] = self._scheduler.open_stream(
+                    self._sink(serial), paced=output.paced
+                )
                 self._metrics.active_contexts.inc()
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)

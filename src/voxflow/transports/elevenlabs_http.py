@@ -262,6 +262,7 @@ async def text_to_speech(
         output_format=fmt.name,
         settings=settings,
         normalization=normalization,
+        paced=False,
     )
     driver.session.start(_CONTEXT, options, now)
     driver.session.text(_CONTEXT, body.text, now)

@@ -99,6 +99,7 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
             voice=voice,
             output_format=fmt.name,
             settings=VoiceSettings(speed=request.speed, seed=request.seed),
+            paced=False,
         ),
         now,
     )

@@ -448,6 +448,9 @@ class _Connection:
                 voice=voice.name,
                 output_format=f"pcm_{voice.sample_rate}",
                 settings=VoiceSettings(speaker_id=speaker_id),
+                # A whole-text request is rendered as fast as possible (its client may wait
+                # for all of it); a streamed one keeps pace with playback like a WebSocket.
+                paced=streaming,
             ),
             self._driver.now(),
         )

@@ -1,0 +1,388 @@
+"""One stream's state in the scheduler: its queued work, its listener's playback clock, the
+deadlines of its next jobs and what their results mean.
+
+Pure bookkeeping, driven by ``Scheduler`` under its lock: nothing here blocks or runs a job.
+
+A stream has two *lanes*. The main lane works through the queue in order: prepare the head
+request, then render it window by window. The ahead lane only ever prepares a takeover whose lead
+is the head, beside the lead's windows, so that the switch can come after the lead's first words.
+
+Deadlines (the scheduler runs the job with the earliest one):
+
+* a stream with no audio in hand (nothing produced yet in this run, or its listener has heard
+  everything): ``fresh_since + first_audio_s``. The anchor stays put from the run's first job to
+  its first audio, so a stream's first window comes before later arrivals' text stages;
+* a stream with audio in hand: the moment its listener would run out, less the job's estimated
+  cost and a safety margin;
+* a takeover's text stage: the moment the lead's audio would run out, less its own cost.
+
+A stream waits (its *release* time is in the future) while it is more than ``max_lead_s`` ahead
+of its listener; an unpaced stream (a whole-text HTTP request) never waits for that.
+
+A lead whose takeover is not prepared yet is rendered sparingly, because whatever it has not
+rendered yet can still be spoken by the takeover with the whole sentence's prosody: in windows of
+at most twice the first window, no more than ``lead_hold_s`` ahead of the listener, and never its
+last word (spoken as if it ended the sentence: lengthened, falling, then silence) until the
+listener is about to run out (``LEAD_URGENT_S``). When the takeover is late, the lead is heard
+whole and the takeover starts at the word after it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from voxflow.engines.base import FloatArray, Utterance
+from voxflow.runtime.costs import CostModel
+from voxflow.runtime.handover import choose_switch
+from voxflow.runtime.jobs import (
+    Drained,
+    Failed,
+    Prepared,
+    Rendered,
+    SchedulerEvent,
+    SegmentRequest,
+    Sink,
+)
+from voxflow.runtime.windows import WindowPolicy
+
+__all__ = ["Job", "Lane", "StreamState", "Timing", "Work"]
+
+SPLICE_FRAMES = 1  # frames cross-faded where a takeover joins its lead mid-utterance
+LEAD_URGENT_S = 0.2  # a held lead renders its last word when its listener has this much left
+
+
+class Lane(enum.Enum):
+    MAIN = "main"
+    AHEAD = "ahead"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When a lane's next job may start (``release``) and should start (``deadline``)."""
+
+    release: float
+    deadline: float
+
+
+@dataclass(eq=False)
+class Work:
+    """One submitted request and how far it has come."""
+
+    request: SegmentRequest
+    utterance: Utterance | None = None
+    start: int = 0  # first frame to render
+    end: int = 0  # one past the last frame to render (set once prepared)
+    next: int = 0
+    end_cap: int | None = None  # a lead cut by a takeover decided before the lead was prepared
+    splice: int = 0  # leading frames to cross-fade with the lead (takeover)
+    continues: bool = False  # lead: its last window continues in the takeover
+    decided: bool = False  # lead: the switch is chosen, its end is final
+    started: bool = False  # its first window was delivered
+    ended: bool = False  # its last window was delivered
+    preparing: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    lane: Lane
+    work: Work
+    window: tuple[int, int] | None  # None: prepare
+    playback_end: float | None  # the listener's run-out time at dispatch (None: fresh)
+
+
+class StreamState:
+    """See the module docstring. ``events`` results are delivered by the caller, in order."""
+
+    def __init__(
+        self,
+        stream_id: int,
+        sink: Sink,
+        paced: bool,
+        policy: WindowPolicy,
+        costs: CostModel,
+        first_audio_s: float,
+        max_lead_s: float,
+        lead_hold_s: float,
+    ) -> None:
+        self.id = stream_id
+        self.sink = sink
+        self.paced = paced
+        self._policy = policy
+        self._costs = costs
+        self._first_audio_s = first_audio_s
+        self._max_lead_s = max_lead_s
+        self._lead_hold_s = lead_hold_s
+        self.works: deque[Work] = deque()
+        self.busy: set[Lane] = set()
+        self.versions = {Lane.MAIN: 0, Lane.AHEAD: 0}  # invalidates queued heap entries
+        self.cancelled = False
+        self.input_closed = False
+        self.drained_sent = False
+        self.fresh_since: float | None = None
+        self.first_audio_at: float | None = None
+        self.audio_s = 0.0
+        self.window = 0
+        self.inflight_end: int | None = None  # end frame of the head's render job in flight
+        self.finished_lead: Work | None = None  # a lead rendered to its end, for a late takeover
+
+    # -- queue ---------------------------------------------------------------------------------
+
+    def submit(self, request: SegmentRequest, now: float) -> None:
+        self.works.append(Work(request))
+        if self.fresh_since is None and self._out_of_audio(now):
+            self.fresh_since = now
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.works.clear()
+        self.finished_lead = None
+
+    def has_work(self) -> bool:
+        return bool(self.works)
+
+    def drained(self) -> list[SchedulerEvent]:
+        """``Drained`` once input is closed and everything ran (at most once)."""
+        if (
+            self.input_closed
+            and not self.busy
+            and not self.works
+            and not self.cancelled
+            and not self.drained_sent
+        ):
+            self.drained_sent = True
+            return [Drained()]
+        return []
+
+    # -- what runs next -----------------------------------------------------------------------
+
+    def runnable(self, lane: Lane) -> Work | None:
+        """The work the lane would run next, or None."""
+        if self.cancelled or lane in self.busy or not self.works:
+            return None
+        head = self.works[0]
+        if lane is Lane.MAIN:
+            if head.utterance is None:
+                return None if head.preparing else head
+            return head if head.next < head.end else None
+        if len(self.works) < 2 or (head.utterance is not None and head.decided):
+            return None
+        follower = self.works[1]
+        takeover = follower.request.takeover
+        if (
+            takeover is None
+            or takeover.lead_tag != head.request.tag
+            or follower.utterance is not None
+            or follower.preparing
+        ):
+            return None
+        return follower
+
+    def timing(self, lane: Lane, work: Work, now: float) -> Timing:
+        end = self.playback_end()
+        if lane is Lane.AHEAD:
+            lead = self.works[0]
+            left = 1.0 if lead.utterance is None else self._frames_s(lead, lead.end - lead.next)
+            base = now if end is None or end < now else end
+            cost = self._costs.prepare_s(len(work.request.text)) + self._costs.render_s(16)
+            return Timing(now, base + left - cost - 0.1)
+        if self.fresh_since is not None or end is None:
+            anchor = self.fresh_since if self.fresh_since is not None else now
+            return Timing(now, anchor + self._first_audio_s)
+        if work.utterance is None:
+            cost = self._costs.prepare_s(len(work.request.text))
+        else:
+            cost = self._costs.render_s(self._policy.size(self.window, end - now))
+        release = end - self._max_lead_s if self.paced else now
+        if self._held(work):
+            release = max(release, end - self._lead_hold_s)
+            if work.next >= self._hold_frame(work):
+                release = max(release, end - LEAD_URGENT_S)
+        return Timing(release, end - cost - 0.03)
+
+    def take(self, lane: Lane, work: Work, now: float) -> Job:
+        """Start the lane's job on ``work`` (it must be ``runnable``)."""
+        self.busy.add(lane)
+        if work.utterance is None:
+            work.preparing = True
+            return Job(lane, work, None, self.playback_end())
+        end = self.playback_end()
+        size = self._policy.size(self.window, None if end is None else end - now)
+        limit = work.end
+        if self._held(work):
+            size = min(size, 2 * self._policy.first_frames)
+            hold = self._hold_frame(work)
+            urgent = end is not None and end - now <= LEAD_URGENT_S
+            if work.next < hold and not urgent:
+                limit = hold
+        self.window = size
+        window = self._policy.window(work.next, limit, size)
+        self.inflight_end = window[1]
+        return Job(lane, work, window, end)
+
+    @staticmethod
+    def _held(work: Work) -> bool:
+        """A prepared lead whose takeover has not decided where to switch yet."""
+        return work.request.lead and not work.decided and work.utterance is not None
+
+    def _hold_frame(self, work: Work) -> int:
+        """Where a held lead stops: one frame before its last word, so that the takeover may
+        still switch in there (the switch needs one more frame of the lead to cross-fade). A
+        lead too short to hold anything back is not held."""
+        utterance = work.utterance
+        assert utterance is not None
+        if len(utterance.words) < 2:
+            return work.end
+        hold = utterance.words[-1].start_frame - SPLICE_FRAMES
+        return hold if hold >= self._policy.first_frames else work.end
+
+    # -- results ------------------------------------------------------------------------------
+
+    def prepared(self, job: Job, utterance: Utterance, compute_s: float) -> list[SchedulerEvent]:
+        self.busy.discard(job.lane)
+        work = job.work
+        work.preparing = False
+        if self.cancelled or work not in self.works:
+            return []
+        work.utterance = utterance
+        work.end = utterance.num_frames
+        if work.end_cap is not None:
+            work.end = min(work.end, work.end_cap)
+            work.decided = True
+        events: list[SchedulerEvent] = [Prepared(work.request.tag, utterance, compute_s)]
+        if work.request.takeover is not None:
+            self._decide(work)
+        return events + self._finish_if_done()
+
+    def rendered(
+        self, job: Job, audio: FloatArray, compute_s: float, now: float
+    ) -> list[SchedulerEvent]:
+        self.busy.discard(job.lane)
+        self.inflight_end = None
+        work = job.work
+        assert job.window is not None and work.utterance is not None
+        if self.cancelled or work not in self.works:
+            return []
+        start, stop = job.window
+        late = 0.0
+        if job.playback_end is not None and now > job.playback_end:
+            late = now - job.playback_end
+        self._played(work, start, stop, now)
+        work.next = stop
+        events: list[SchedulerEvent] = [self._window(work, start, stop, audio, compute_s, late)]
+        return events + self._finish_if_done()
+
+    def failed(self, job: Job, error: Exception) -> list[SchedulerEvent]:
+        self.busy.discard(job.lane)
+        self.inflight_end = None
+        work = job.work
+        work.preparing = False
+        if self.cancelled or work not in self.works:
+            return []
+        self.works.remove(work)
+        return [Failed(work.request.tag, error)]
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _decide(self, takeover_work: Work) -> None:
+        """Choose where ``takeover_work`` (prepared) takes over from its lead."""
+        takeover = takeover_work.request.takeover
+        assert takeover is not None and takeover_work.utterance is not None
+        own = takeover_work.utterance
+        lead = self.works[0] if self.works[0] is not takeover_work else None
+        if lead is not None and lead.request.tag != takeover.lead_tag:
+            lead = None
+        if lead is None:
+            finished = self.finished_lead
+            self.finished_lead = None
+            if finished is None or finished.request.tag != takeover.lead_tag:
+                return  # the lead failed or is gone: the takeover speaks from its start
+            assert finished.utterance is not None
+            switch = choose_switch(
+                finished.utterance, own, takeover.points, finished.utterance.num_frames
+            )
+            takeover_work.start = takeover_work.next = switch.start
+            return
+        if lead.utterance is None:
+            # Nothing of the lead exists yet: the takeover speaks everything, from its start.
+            lead.end_cap = 0
+            return
+        rendered = max(lead.next, self.inflight_end or 0)
+        switch = choose_switch(lead.utterance, own, takeover.points, rendered)
+        lead.end = switch.lead_end
+        lead.decided = True
+        splice = 0
+        if 0 < switch.lead_end < lead.utterance.num_frames and switch.start >= SPLICE_FRAMES:
+            splice = SPLICE_FRAMES
+        lead.continues = splice > 0
+        takeover_work.splice = splice
+        takeover_work.start = takeover_work.next = switch.start - splice
+
+    def _finish_if_done(self) -> list[SchedulerEvent]:
+        """Pop finished works at the head; a work cut where it already was ends with an empty
+        last window; a work with no frames ends with one too."""
+        events: list[SchedulerEvent] = []
+        while self.works and Lane.MAIN not in self.busy:
+            head = self.works[0]
+            if head.utterance is None or head.next < head.end:
+                break
+            if not head.ended:
+                events.append(self._window(head, head.next, head.next, _EMPTY, 0.0, 0.0))
+            self.works.popleft()
+            if head.request.lead and not head.decided:
+                self.finished_lead = head
+        return events
+
+    def _window(
+        self, work: Work, start: int, stop: int, audio: FloatArray, compute_s: float, late: float
+    ) -> Rendered:
+        first = not work.started
+        last = stop >= work.end
+        work.started = True
+        work.ended = last
+        return Rendered(
+            work.request.tag,
+            start,
+            stop,
+            audio,
+            last=last,
+            compute_s=compute_s,
+            late_s=late,
+            first=first,
+            continues=last and work.continues,
+            splice_frames=work.splice if first else 0,
+        )
+
+    def _played(self, work: Work, start: int, stop: int, now: float) -> None:
+        """Advance the listener's clock model by the window's audio."""
+        assert work.utterance is not None
+        frames = stop - start - (work.splice if not work.started else 0)
+        seconds = self._frames_s(work, max(0, frames))
+        if seconds <= 0:
+            return
+        if self.first_audio_at is None or self._out_of_audio(now):
+            # A new run: the listener starts playing this audio as it arrives.
+            self.first_audio_at = now
+            self.audio_s = 0.0
+        self.fresh_since = None
+        self.audio_s += seconds
+
+    def _frames_s(self, work: Work, frames: int) -> float:
+        utterance = work.utterance
+        assert utterance is not None
+        return frames * utterance.samples_per_frame / utterance.sample_rate
+
+    def playback_end(self) -> float | None:
+        if self.first_audio_at is None:
+            return None
+        return self.first_audio_at + self.audio_s
+
+    def _out_of_audio(self, now: float) -> bool:
+        end = self.playback_end()
+        return end is None or end <= now
+
+
+_EMPTY: FloatArray = np.zeros(0, dtype=np.float32)

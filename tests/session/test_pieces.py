@@ -1,0 +1,89 @@
+"""Tests for voxflow.session.pieces: spoken-length splitting and switch points."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from voxflow.session.pieces import split_spoken, spoken_offset, switch_points
+from voxflow.text.normalize import NormalizationMode, Normalized, Normalizer
+
+
+@given(
+    words=st.lists(st.sampled_from(["nine", "a", "b,", "word.", "x" * 40, "dollars"]), max_size=60),
+    limit=st.integers(20, 120),
+)
+def test_split_spoken_covers_the_text_in_pieces_under_the_limit(
+    words: list[str], limit: int
+) -> None:
+    text = " ".join(words)
+    ranges = split_spoken(text, limit)
+    # Nothing is lost or repeated: the pieces hold every non-space character, in order.
+    assert "".join(text[a:b] for a, b in ranges).replace(" ", "") == text.replace(" ", "")
+    for (_, b), (c, _) in itertools.pairwise(ranges):
+        assert b <= c and text[b:c].strip() == ""
+    for a, b in ranges:
+        assert 0 < b - a <= limit
+        assert text[a:b] == text[a:b].strip()
+
+
+def test_split_spoken_prefers_a_cut_after_punctuation() -> None:
+    text = "one two three four five, six seven eight nine ten eleven"
+    assert split_spoken(text, 40) == [(0, 24), (25, len(text))]
+    # A mark in the first half would make a short piece: the last space wins instead.
+    text = "one, two three four five six seven eight nine ten eleven"
+    assert split_spoken(text, 40)[0] == (0, 40)
+
+
+def test_split_spoken_leaves_short_text_whole_and_skips_blank_text() -> None:
+    assert split_spoken("  Hello there.  ", 300) == [(2, 14)]
+    assert split_spoken("   ", 10) == []
+
+
+def test_a_long_run_of_digits_is_spoken_in_bounded_pieces() -> None:
+    spoken = Normalizer().normalize("9" * 250, NormalizationMode.AUTO).text
+    ranges = split_spoken(spoken, 300)
+    assert len(ranges) == 5
+    assert all(spoken[a:b].split() == ["nine"] * len(spoken[a:b].split()) for a, b in ranges)
+
+
+def test_spoken_offset_points_at_the_spoken_form_of_a_word() -> None:
+    normalized = Normalizer().normalize("It costs $3.50 today.", NormalizationMode.AUTO)
+    at = spoken_offset(normalized, "It costs $3.50 today.".index("$"))
+    assert normalized.text[at:].startswith("three dollars")
+    at = spoken_offset(normalized, "It costs $3.50 today.".index("today"))
+    assert normalized.text[at:].startswith("today")
+    assert spoken_offset(normalized, 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("lead", "whole"),
+    [
+        ("Your total comes", "Your total comes to $45.99 with tax."),
+        ("It costs $3.50 for", "It costs $3.50 for two of them."),
+        ("Call 555-123-4567 between", "Call 555-123-4567 between nine and five."),
+    ],
+)
+def test_switch_points_pair_the_same_written_words(lead: str, whole: str) -> None:
+    normalizer = Normalizer()
+    lead_n = normalizer.normalize(lead, NormalizationMode.AUTO)
+    whole_n = normalizer.normalize(whole, NormalizationMode.AUTO)
+    points = switch_points(lead_n, whole_n)
+    assert points[0] == (0, 0)
+    assert points[-1][0] == len(lead_n.text)
+    # The end point is where the whole's rendering of the word after the lead begins.
+    after = whole[len(lead) :].split(maxsplit=1)[0]
+    assert whole_n.text[points[-1][1] :].startswith(
+        normalizer.normalize(after, NormalizationMode.AUTO).text.split()[0]
+    )
+    for in_lead, in_whole in points[1:-1]:
+        assert lead_n.text[:in_lead].rstrip() == whole_n.text[:in_whole].rstrip()
+    assert len(points) >= len(lead.split())
+
+
+def test_switch_points_need_the_whole_to_start_with_the_lead() -> None:
+    with pytest.raises(ValueError, match="start with"):
+        switch_points(Normalized.identity("one two"), Normalized.identity("three four"))

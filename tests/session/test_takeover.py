@@ -1,0 +1,122 @@
+"""A sentence that starts with a lead and ends with its takeover, through the session and the real
+scheduler: word timings, audio continuity and the look-ahead, as a client sees them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from voxflow.engines.base import VoiceSettings
+from voxflow.engines.piper import PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.session.events import AudioOut, ClientEvent, DoneOut, SubmitSegment, TimestampsOut
+from voxflow.session.local import LocalRunner
+from voxflow.session.session import Session, SessionConfig, StartOptions
+from voxflow.text.buffer import ChunkingConfig
+
+SENTENCE = (
+    "I can definitely help you reschedule your appointment to next Tuesday afternoon if that "
+    "works better for you."
+)
+REPLY = SENTENCE + " Would you like the morning or the afternoon?"
+
+
+@pytest.fixture
+def scheduler(engine: PiperEngine) -> Iterator[Scheduler]:
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2))
+    yield scheduler
+    scheduler.shutdown()
+
+
+def _runner(scheduler: Scheduler, **chunking: object) -> LocalRunner:
+    config = SessionConfig(default_voice="joe", chunking=ChunkingConfig(**chunking))  # type: ignore[arg-type]
+    return LocalRunner(Session(config, VoiceRegistry().get), scheduler)
+
+
+def _start(runner: LocalRunner) -> None:
+    options = StartOptions(output_format="pcm_22050", settings=VoiceSettings(seed=4))
+    runner.session.start("a", options, runner.now())
+
+
+def _words(events: list[ClientEvent]) -> list[tuple[str, float, float, int, int]]:
+    return [
+        (w.word, w.start_ms, w.end_ms, w.char_start, w.char_end)
+        for e in events
+        if isinstance(e, TimestampsOut)
+        for w in e.words
+    ]
+
+
+def _audio(events: list[ClientEvent]) -> np.ndarray:
+    data = b"".join(e.data for e in events if isinstance(e, AudioOut))
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def _check_timeline(events: list[ClientEvent], text: str) -> None:
+    words = _words(events)
+    assert [w[0] for w in words] == [t.strip(".,?") for t in text.split()]
+    for (_, start, end, char_start, char_end), word in zip(words, text.split(), strict=True):
+        assert start <= end
+        assert text[char_start:char_end] == word.strip(".,?")
+    starts = [w[1] for w in words]
+    assert starts == sorted(starts)
+    duration_ms = 1000.0 * len(_audio(events)) / 22050
+    assert words[-1][2] <= duration_ms + 1.0
+
+
+def test_a_long_first_sentence_is_a_lead_then_taken_over_whole() -> None:
+    session = Session(SessionConfig(default_voice="joe"), VoiceRegistry().get)
+    session.text("a", REPLY, 0.0)
+    session.end("a", 0.0)
+    submits = [o for o in session.drain() if isinstance(o, SubmitSegment)]
+    # A lead, then the first sentence whole (taking over), then the second sentence.
+    assert [s.request.lead for s in submits] == [True, False, False]
+    assert submits[1].request.takeover is not None and submits[1].request.text == SENTENCE
+    assert submits[1].request.takeover.lead_tag == submits[0].request.tag
+
+
+def test_a_whole_reply_is_heard_once_in_order(scheduler: Scheduler) -> None:
+    runner = _runner(scheduler)
+    _start(runner)
+    runner.session.text("a", REPLY, runner.now())
+    runner.session.end("a", runner.now())
+    events = runner.until_finished("a")
+    assert isinstance(events[-1], DoneOut)
+    _check_timeline(events, REPLY)
+
+
+def test_streamed_tokens_are_heard_once_in_order(scheduler: Scheduler) -> None:
+    runner = _runner(scheduler)
+    _start(runner)
+    tokens = [REPLY[i : i + 4] for i in range(0, len(REPLY), 4)]
+    began = time.monotonic()
+    for number, token in enumerate(tokens):
+        # 50 tokens/s, on an absolute schedule; results are applied while waiting.
+        while (delay := began + number / 50 - time.monotonic()) > 0:
+            runner.step(delay)
+        runner.session.text("a", token, runner.now())
+        runner.dispatch()
+    runner.session.end("a", runner.now())
+    runner.until_finished("a")
+    _check_timeline(runner.events, REPLY)
+
+
+def test_a_sentence_that_ends_the_buffer_is_spoken_after_the_lookahead(
+    scheduler: Scheduler,
+) -> None:
+    runner = _runner(scheduler, auto_mode=True)
+    _start(runner)
+    runner.session.text("a", "How can I help?", runner.now())
+    sent = time.monotonic()
+    out: list[ClientEvent] = []
+    while not any(isinstance(e, AudioOut) for e in out):
+        assert time.monotonic() - sent < 30
+        out += runner.step(0.05)
+    # No flush and no further text: the look-ahead released it (its default is 150 ms).
+    assert time.monotonic() - sent >= 0.15
+    assert [w[0] for w in _words(out)][:1] == ["How"]
+    runner.close()
