@@ -43,6 +43,15 @@ def test_split_spoken_leaves_short_text_whole_and_skips_blank_text() -> None:
     assert split_spoken("   ", 10) == []
 
 
+def test_the_first_piece_can_be_shorter_when_the_text_is_cut_anyway() -> None:
+    text = "word " * 100
+    ranges = split_spoken(text, 300, first_chars=40)
+    assert ranges[0][1] - ranges[0][0] <= 40
+    assert all(b - a <= 300 for a, b in ranges)
+    # Text that fits in one piece is left whole.
+    assert split_spoken("word " * 20, 300, first_chars=40) == [(0, 99)]
+
+
 def test_a_long_run_of_digits_is_spoken_in_bounded_pieces() -> None:
     spoken = Normalizer().normalize("9" * 250, NormalizationMode.AUTO).text
     ranges = split_spoken(spoken, 300)

@@ -41,6 +41,7 @@ from voxflow.runtime.jobs import (
     Sink,
     Takeover,
 )
+from voxflow.runtime.memory import free_memory_trimmer
 from voxflow.runtime.stream import Job, Lane, StreamState
 from voxflow.runtime.windows import WindowPolicy
 
@@ -60,6 +61,16 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# Freed memory is returned to the OS once the workers have been idle this long after a job.
+_TRIM_AFTER_S = 0.25
+
+
+class _Trim:
+    """What ``_take`` returns when it is time to return freed memory."""
+
+
+_TRIM = _Trim()
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,8 @@ class Scheduler:
         self._jobs_run = 0
         self._misses = 0
         self._stopping = False
+        self._trim = free_memory_trimmer()
+        self._trim_due: float | None = None
         self._threads = [
             threading.Thread(target=self._work, name=f"voxflow-worker-{i}", daemon=True)
             for i in range(settings.workers)
@@ -249,8 +262,10 @@ class Scheduler:
     def _valid(stream: StreamState, lane: Lane, version: int) -> bool:
         return not stream.cancelled and stream.versions[lane] == version
 
-    def _take(self) -> tuple[StreamState, Job] | None:
-        """The job with the earliest deadline among released ones; waits for one."""
+    def _take(self) -> tuple[StreamState, Job] | _Trim | None:
+        """The job with the earliest deadline among released ones; waits for one. Returns
+        ``_TRIM`` once the workers have been idle for ``_TRIM_AFTER_S`` since the last job (the
+        memory it used is free by then: its results went out and were dropped)."""
         while True:
             if self._stopping:
                 return None
@@ -267,7 +282,13 @@ class Scheduler:
                     continue
                 stream.versions[lane] += 1
                 return stream, stream.take(lane, work, now)
-            self._cond.wait(self._sleeping[0][0] - now if self._sleeping else None)
+            wait = self._sleeping[0][0] - now if self._sleeping else None
+            if self._trim_due is not None and not self._busy:
+                if now >= self._trim_due:
+                    self._trim_due = None
+                    return _TRIM
+                wait = self._trim_due - now if wait is None else min(wait, self._trim_due - now)
+            self._cond.wait(wait)
 
     def _finish(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Deliver ``events`` (and ``Drained`` when due) and requeue the stream."""
@@ -299,6 +320,10 @@ class Scheduler:
                 picked = self._take()
                 if picked is None:
                     return
+                if picked is _TRIM:
+                    self._trim()  # lock held: it takes well under a millisecond
+                    continue
+                assert not isinstance(picked, _Trim)
                 stream, job = picked
                 self._busy += 1
             request = job.work.request
@@ -329,3 +354,4 @@ class Scheduler:
                     events = stream.rendered(job, audio, elapsed, self._clock())
                 self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
                 self._finish(stream, events)
+                self._trim_due = self._clock() + _TRIM_AFTER_S

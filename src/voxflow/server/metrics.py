@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -40,6 +40,9 @@ class _SchedulerCollector(Collector):
 class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # process_resident_memory_bytes, open file descriptors, CPU seconds: what an operator
+        # (and `voxflow bench`'s memory section) watches.
+        ProcessCollector(registry=self.registry)
         self.ttfa = Histogram(
             "voxflow_ttfa_seconds",
             "Time from a context's first text to its first audio",

@@ -33,6 +33,10 @@ DEFAULT_MAX_PIECE_CHARS = 300
 """Spoken characters per engine call: ~650 phoneme ids, a text stage of ~200 ms and a few tens
 of MiB (its memory grows with the square of its input)."""
 
+FIRST_PIECE_CHARS = 80
+"""The first piece of a turn's first segment, when that segment must be cut into pieces at all
+(a long run of digits, a giant token): its text stage is what the listener waits for."""
+
 
 @dataclass(frozen=True)
 class ContextOptions:
@@ -130,7 +134,8 @@ class Context:
                     requests.append(takeover)
                     continue
             normalized = self.options.normalizer.normalize(segment.text, self.options.normalization)
-            ranges = split_spoken(normalized.text, self.options.max_piece_chars)
+            first = FIRST_PIECE_CHARS if segment.turn_first else None
+            ranges = split_spoken(normalized.text, self.options.max_piece_chars, first)
             # A lead must be one piece: its takeover re-renders it whole.
             leads = segment.lead and len(ranges) == 1
             for number, (start, end) in enumerate(ranges):

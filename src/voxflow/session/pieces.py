@@ -51,21 +51,29 @@ class PieceText:
         return self.normalized.source
 
 
-def split_spoken(text: str, max_chars: int) -> list[tuple[int, int]]:
+def split_spoken(
+    text: str, max_chars: int, first_chars: int | None = None
+) -> list[tuple[int, int]]:
     """``text`` cut at whitespace into stripped ranges of at most ``max_chars`` characters each,
     each cut after punctuation when one lies in the second half of the range. A word longer than
-    ``max_chars`` is cut inside. Whitespace-only text gives no ranges."""
+    ``max_chars`` is cut inside. Whitespace-only text gives no ranges.
+
+    ``first_chars``: when the text must be cut at all, its first range is at most this long (a
+    first segment is waited for: its first piece's text stage is on the time to first audio).
+    """
     ranges: list[tuple[int, int]] = []
     start = _skip_space(text, 0)
+    whole = len(text.rstrip()) - start <= max_chars
     while start < len(text):
         end = len(text.rstrip())
-        if end - start > max_chars:
-            limit = start + max_chars
+        size = max_chars if ranges or whole or first_chars is None else first_chars
+        if end - start > size:
+            limit = start + size
             spaces = [i for i in range(start + 1, limit + 1) if i < len(text) and text[i].isspace()]
             if not spaces:
                 end = limit
             else:
-                half = start + max_chars // 2
+                half = start + size // 2
                 marked = [i for i in spaces if i >= half and text[i - 1] in _BREAK_AFTER]
                 end = (marked or spaces)[-1]
         ranges.append((start, end))

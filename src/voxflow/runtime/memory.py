@@ -1,0 +1,38 @@
+"""Give memory that the process has freed back to the operating system.
+
+glibc's allocator keeps freed blocks in per-thread heaps for reuse; with worker threads whose
+allocations vary from kilobytes (a small window) to hundreds of megabytes (a long text stage),
+the process's resident size only ever grows (measured: +170 MiB after nine requests, all of it
+free memory, none of it reachable from Python). ``malloc_trim`` returns it; it takes well under a
+millisecond, so the scheduler calls it whenever its workers fall idle (at most twice a second).
+On a C library without it (musl, macOS), this is a no-op.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+from collections.abc import Callable
+
+__all__ = ["free_memory_trimmer"]
+
+log = logging.getLogger(__name__)
+
+
+def free_memory_trimmer() -> Callable[[], None]:
+    """A function that returns freed heap memory to the OS (a no-op where unsupported)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError, TypeError):
+        log.debug("malloc_trim is not available; freed memory stays with the process")
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+
+    def release() -> None:
+        trim(0)
+
+    return release
