@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -29,6 +30,9 @@ _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCT = "\"'()[]{}<>«»“”‘’,;:!?.…—–-"
 _NON_PHONE = set(" ,.;:!?-'\"()…—–")
 _STRESS = ("ˈ", "ˌ")
+# Words phonemized on their own for the word alignment, remembered per phonemizer: replies reuse
+# a small vocabulary, and each espeak-ng call takes the process-wide lock.
+_WORD_CACHE_SIZE = 8192
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class Phonemizer:
         self._vowel_clusters = vowel_clusters
         with _ESPEAK_LOCK:
             self._espeak_phonemizer = EspeakPhonemizer()
+        self._words: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._words_lock = threading.Lock()
 
     def phonemes(self, text: str) -> list[str]:
         """Phonemes of ``text``, sentences joined by a space (one utterance, one text stage).
@@ -86,11 +92,26 @@ class Phonemizer:
         word_phonemes = [
             list(w.word)
             if any(lo <= w.char_start < hi for lo, hi in blocks)
-            else self.phonemes(w.word)
+            else self._word_phonemes(w.word)
             for w in words
         ]
         ranges = align_words(phonemes, word_phonemes)
         return Phonemized(tuple(phonemes), tuple(words), tuple(ranges))
+
+    def _word_phonemes(self, word: str) -> list[str]:
+        """``phonemes(word)``, from a bounded least-recently-used cache (a word alone always
+        reads the same)."""
+        with self._words_lock:
+            known = self._words.get(word)
+            if known is not None:
+                self._words.move_to_end(word)
+                return list(known)
+        phonemes = self.phonemes(word)
+        with self._words_lock:
+            self._words[word] = tuple(phonemes)
+            if len(self._words) > _WORD_CACHE_SIZE:
+                self._words.popitem(last=False)
+        return phonemes
 
 
 def _joined(pieces: Iterable[list[str]]) -> list[str]:

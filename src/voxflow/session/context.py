@@ -21,11 +21,12 @@ import numpy as np
 
 from voxflow.audio.encoders import StreamEncoder
 from voxflow.audio.formats import OutputFormat
-from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap, crossfade
+from voxflow.audio.seams import SeamJoiner, SeamSettings, crossfade
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
+from voxflow.session.timings import word_timings
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
 from voxflow.text.normalize import NormalizationMode, Normalizer
 
@@ -274,7 +275,9 @@ class Context:
         piece.timed = len(words) if event.last else end
         # Read after encoding: codec priming inserted before this audio delays it too.
         inserted_ms = 1000.0 * self.encoder.inserted_samples / self._out_rate
-        timings = _word_timings(utterance, chosen, piece, segment_map, inserted_ms)
+        timings = word_timings(
+            utterance, chosen, piece.text, segment_map.to_output, piece.sample_offset, inserted_ms
+        )
         self.words.extend(timings)
         return timings
 
@@ -351,57 +354,3 @@ def _extend_to_token(words: Sequence[WordSpan], end: int, text: PieceText) -> in
             break
         end += 1
     return end
-
-
-def _word_timings(
-    utterance: Utterance,
-    words: Sequence[WordSpan],
-    piece: _Piece,
-    segment_map: SegmentMap,
-    offset_ms: float,
-) -> list[WordTiming]:
-    """Word timings on the context's output timeline, characters and words in the client's text.
-
-    The engine's words are words of the spoken form; several of them can come from one written
-    token ("$3.50" is five spoken words), and those become one timing for the token.
-    """
-    spf = utterance.samples_per_frame
-    ms_per_sample = 1000.0 / utterance.sample_rate
-    text = piece.text
-    source = text.source_text
-    timings: list[WordTiming] = []
-    for w in words:
-        src_start, src_end = text.normalized.to_source(
-            text.spoken_start + w.char_start, text.spoken_start + w.char_end
-        )
-        if src_end <= src_start:
-            continue  # an inserted spoken word with no written counterpart
-        start_ms = offset_ms + ms_per_sample * segment_map.to_output(
-            w.start_frame * spf + piece.sample_offset
-        )
-        end_ms = offset_ms + ms_per_sample * segment_map.to_output(
-            w.end_frame * spf + piece.sample_offset
-        )
-        char_start = text.source_start + src_start
-        char_end = text.source_start + src_end
-        if timings and char_start < timings[-1].char_end:
-            last = timings[-1]
-            char_end = max(char_end, last.char_end)
-            timings[-1] = WordTiming(
-                word=source[last.char_start - text.source_start : char_end - text.source_start],
-                start_ms=last.start_ms,
-                end_ms=max(end_ms, last.end_ms),
-                char_start=last.char_start,
-                char_end=char_end,
-            )
-            continue
-        timings.append(
-            WordTiming(
-                word=source[src_start:src_end],
-                start_ms=start_ms,
-                end_ms=end_ms,
-                char_start=char_start,
-                char_end=char_end,
-            )
-        )
-    return timings

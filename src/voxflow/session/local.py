@@ -52,6 +52,9 @@ class LocalRunner:
         self._results: queue.SimpleQueue[_Result] = queue.SimpleQueue()
         self._streams: dict[int, StreamHandle] = {}
         self.events: list[ClientEvent] = []  # every client event so far, in order
+        # The scheduler result that ``step`` applied last (its client events are the ones that
+        # step returned): lets a benchmark see which request a word timing came from.
+        self.last_result: SchedulerEvent | None = None
 
     def now(self) -> float:
         return self._clock()
@@ -85,9 +88,11 @@ class LocalRunner:
         try:
             result = self._results.get(timeout=wait)
         except queue.Empty:
+            self.last_result = None
             if deadline is not None and self._clock() >= deadline:
                 self.session.poll(self._clock())
             return self.dispatch()
+        self.last_result = result.event
         self.session.synthesis_event(result.serial, result.event, self._clock())
         return self.dispatch()
 

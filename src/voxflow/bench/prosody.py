@@ -1,0 +1,433 @@
+"""``voxflow bench-prosody``: what cutting a sentence into separately rendered pieces does to it.
+
+For every reply, the *streamed* rendering (exactly what the server sends a client) is compared
+with the *whole-sentence* rendering (each sentence one utterance; ``prosody_render``) at every
+*cut*: the boundary between the last word of one separately rendered piece and the first word of
+the next (a piece's words normally come in one ``timestamps`` event; a lead's come window by
+window, and the switch to its takeover is a cut too: ``prosody_render`` tells pieces apart).
+Cuts are matched to the reference by the written text's character offsets (the word before and
+the word after), so both renderings are read at the same word boundary whatever their timing.
+
+Per cut (``CutMeasure``):
+
+* *added pause*: the longest silent run (``LevelSettings``) from the middle of the word before
+  to the middle of the word after, streamed minus reference. The middles are those of each
+  word's *speech* (its non-silent frames), not of its timing: a word's timing runs to the next
+  word's start, so it includes the pause after it;
+* *F0 distance*: YIN F0 of the word before and the word after, each resampled to
+  ``points_per_word`` points over its speech, RMS difference in semitones over the points voiced
+  in both (points an octave apart are tracker errors: counted, left out; ``pitch.F0Comparison``);
+  and *end F0*: the median difference of the last three such points of the word before,
+  streamed relative to reference (negative: the streamed rendering falls where the sentence goes
+  on). Points at the same relative position, not each rendering's own last voiced frame: a
+  creaky end that one rendering voices for two frames more would otherwise read as a fall;
+* *energy distance*: the same contour comparison with frame energy in dB.
+
+Per reply: the *duration ratio*, streamed speech span over reference speech span. The *noise
+floor* applies the same measures to two renderings of the reference that differ only in their
+noise seed, at the same word boundaries: the difference the voice makes on its own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from voxflow.bench.corpus import Reply
+from voxflow.bench.levels import LevelSettings, longest_silence_s, speech_extent, speech_span_s
+from voxflow.bench.pitch import (
+    FloatArray,
+    PitchSettings,
+    PitchTrack,
+    compare_f0,
+    energy_distance,
+    sample_contour,
+    track_pitch,
+)
+from voxflow.bench.progress import ProgressLine
+from voxflow.bench.prosody_render import Rendering, render_reference, split_pieces, stream_reply
+from voxflow.engines.base import VoiceSettings
+from voxflow.say import segment_text
+from voxflow.server.services import Services
+from voxflow.session.events import WordTiming
+from voxflow.text.buffer import ChunkingConfig, Strategy
+
+_CLAUSE_MARKS = frozenset(",;:—–")
+
+
+class NoiseMode(enum.StrEnum):
+    """``off``: noise_scale = noise_w = 0, so renderings differ only where the text was cut;
+    ``seeded``: the voice's own noise, seeded (a session gives segment ``i`` seed + i)."""
+
+    OFF = "off"
+    SEEDED = "seeded"
+
+
+class CutKind(enum.StrEnum):
+    SENTENCE = "sentence"  # between two sentences of the reference: not a cut inside one
+    CLAUSE = "clause"  # at a clause mark inside a sentence: , ; : or a dash
+    PHRASE = "phrase"  # anywhere else inside a sentence (a phrase or word boundary)
+
+
+class Mode(enum.StrEnum):
+    WHOLE = "whole"  # the reply sent in one text message
+    TOKENS = "tokens"  # the reply sent as LLM-like pieces at ``token_rate``
+
+
+@dataclass(frozen=True)
+class ProsodyOptions:
+    voice: str | None = None  # None: the server's default voice
+    noise: NoiseMode = NoiseMode.OFF
+    seed: int = 1
+    tokens: bool = False
+    token_rate: float = 50.0
+    points_per_word: int = 10
+    floor_seed_offset: int = 1000
+    pause_goal_ms: float = 40.0
+    duration_goal: float = 0.05
+    levels: LevelSettings = field(default_factory=LevelSettings)
+    pitch: PitchSettings = field(default_factory=PitchSettings)
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.token_rate) or self.token_rate <= 0:
+            raise ValueError(f"token_rate must be > 0, got {self.token_rate}")
+        if self.points_per_word < 1:
+            raise ValueError(f"points_per_word must be >= 1, got {self.points_per_word}")
+        if self.floor_seed_offset == 0:
+            raise ValueError("floor_seed_offset must not be 0: the floor needs another seed")
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        return (Mode.WHOLE, Mode.TOKENS) if self.tokens else (Mode.WHOLE,)
+
+    def voice_settings(self) -> VoiceSettings:
+        if self.noise is NoiseMode.OFF:
+            return VoiceSettings(noise_scale=0.0, noise_w=0.0, seed=self.seed)
+        return VoiceSettings(seed=self.seed)
+
+    def floor_settings(self) -> tuple[VoiceSettings, VoiceSettings]:
+        """Two seeded renderings of the reference: the voice's own noise, two seeds."""
+        return VoiceSettings(seed=self.seed), VoiceSettings(seed=self.seed + self.floor_seed_offset)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A boundary between two separately rendered pieces of the streamed reply."""
+
+    kind: CutKind
+    before: WordTiming  # the last word of the piece before (streamed timing)
+    after: WordTiming  # the first word of the piece after
+
+    @property
+    def label(self) -> str:
+        return f"{self.before.word} | {self.after.word}"
+
+
+@dataclass(frozen=True)
+class CutMeasure:
+    """One rendering against another at one word boundary (times in ms, F0 in semitones)."""
+
+    pause_ms: float  # longest silence at the boundary in the rendering under test
+    reference_pause_ms: float
+    f0_distance_st: float | None  # None: no contour point voiced in both
+    end_f0_delta_st: float | None  # None: the word before has no point voiced in both
+    energy_distance_db: float | None
+    f0_points: int = 0  # contour points voiced in both and compared
+    f0_octave_errors: int = 0  # points voiced in both but an octave apart: left out
+
+    @property
+    def added_pause_ms(self) -> float:
+        return self.pause_ms - self.reference_pause_ms
+
+
+@dataclass(frozen=True)
+class CutResult:
+    cut: Cut
+    measure: CutMeasure | None  # None: the boundary has no counterpart in the reference
+    floor: CutMeasure | None  # the reference against its re-seeded self, same boundary
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    name: str
+    category: str
+    chars: int
+    mode: Mode
+    streamed_span_s: float
+    reference_span_s: float
+    floor_duration_ratio: float | None
+    cuts: tuple[CutResult, ...]
+    pieces: int = 0  # separately rendered pieces of the streamed reply
+    events: int = 0  # timestamps events they came in
+
+    @property
+    def duration_ratio(self) -> float | None:
+        if self.reference_span_s <= 0:
+            return None
+        return self.streamed_span_s / self.reference_span_s
+
+
+@dataclass(frozen=True)
+class ProsodyReport:
+    options: ProsodyOptions
+    voice: str
+    replies: tuple[ReplyResult, ...]
+    wall_s: float
+
+
+@dataclass(frozen=True, eq=False)
+class Analysed:
+    """A rendering with what every comparison reads: its pitch/energy track and speech span."""
+
+    rendering: Rendering
+    track: PitchTrack
+    span_s: float
+
+    @classmethod
+    def of(cls, rendering: Rendering, options: ProsodyOptions) -> Analysed:
+        audio, rate = rendering.audio, rendering.sample_rate
+        return cls(
+            rendering,
+            track_pitch(audio, rate, options.pitch),
+            speech_span_s(audio, rate, options.levels),
+        )
+
+
+# -- cuts --------------------------------------------------------------------------------------
+
+
+def find_cuts(rendering: Rendering, text: str) -> list[Cut]:
+    """The cuts of a streamed rendering of ``text``, classified from the written text.
+
+    A cut is a sentence end when the words on either side lie in different sentences of the
+    reference (the ``sentence`` strategy's split, which knows "Dr." and "3.50" are not ends);
+    inside a sentence it is a clause cut when a clause mark lies between the words.
+    """
+    sentences = segment_text(text, ChunkingConfig(strategy=Strategy.SENTENCE))
+    starts = [segment.start for segment in sentences]
+    pieces = [piece for piece in rendering.pieces if piece]
+    cuts: list[Cut] = []
+    for previous, following in itertools.pairwise(pieces):
+        before, after = previous[-1], following[0]
+        gap = text[before.char_end : after.char_start]
+        if bisect.bisect_right(starts, before.char_start) != bisect.bisect_right(
+            starts, after.char_start
+        ):
+            kind = CutKind.SENTENCE
+        elif _CLAUSE_MARKS.intersection(gap) or " - " in gap:
+            kind = CutKind.CLAUSE
+        else:
+            kind = CutKind.PHRASE
+        cuts.append(Cut(kind, before, after))
+    return cuts
+
+
+def _word_at(words: Sequence[WordTiming], target: WordTiming, last: bool) -> WordTiming | None:
+    """The word of ``words`` that covers ``target``'s characters (the last or first of several)."""
+    overlapping = [
+        w for w in words if w.char_start < target.char_end and target.char_start < w.char_end
+    ]
+    if not overlapping:
+        return None
+    return overlapping[-1] if last else overlapping[0]
+
+
+# -- measures ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Boundary:
+    """One rendering around one word boundary: each word's speech (samples) and the pause."""
+
+    before: tuple[int, int]
+    after: tuple[int, int]
+    pause_s: float
+
+
+def _boundary(
+    analysed: Analysed, before: WordTiming, after: WordTiming, levels: LevelSettings
+) -> _Boundary:
+    rendering = analysed.rendering
+    audio, rate = rendering.audio, rendering.sample_rate
+
+    def sample(ms: float) -> int:
+        return round(ms * rate / 1000.0)
+
+    # A streamed segment's last word may be timed into the trimmed silence and past the next
+    # word's start; the next word's start is where its audio really begins.
+    b0, b1 = sample(before.start_ms), sample(min(before.end_ms, after.start_ms))
+    a0, a1 = sample(after.start_ms), sample(after.end_ms)
+    before_speech = speech_extent(audio, rate, b0, b1, levels) or (b0, max(b1, b0 + 1))
+    after_speech = speech_extent(audio, rate, a0, a1, levels) or (a0, max(a1, a0 + 1))
+    middle_before = (before_speech[0] + before_speech[1]) // 2
+    middle_after = (after_speech[0] + after_speech[1]) // 2
+    pause = longest_silence_s(audio, rate, middle_before, middle_after, levels)
+    return _Boundary(before_speech, after_speech, pause)
+
+
+def _seconds(span: tuple[int, int], rate: int) -> tuple[float, float]:
+    return span[0] / rate, span[1] / rate
+
+
+def compare_boundary(
+    test: Analysed,
+    reference: Analysed,
+    before: WordTiming,
+    after: WordTiming,
+    options: ProsodyOptions,
+) -> CutMeasure | None:
+    """``test`` against ``reference`` at the boundary between the words that cover ``before``'s
+    and ``after``'s characters; None when either rendering lacks such a pair of words."""
+    pairs = []
+    for analysed in (test, reference):
+        words = analysed.rendering.words
+        word_before = _word_at(words, before, last=True)
+        word_after = _word_at(words, after, last=False)
+        if word_before is None or word_after is None or word_before is word_after:
+            return None
+        pairs.append(_boundary(analysed, word_before, word_after, options.levels))
+    at_test, at_reference = pairs
+    points = options.points_per_word
+    f0: list[FloatArray] = []
+    energy: list[FloatArray] = []
+    for analysed, boundary in ((test, at_test), (reference, at_reference)):
+        rate = analysed.rendering.sample_rate
+        # Each word on its own time axis: the word before, then the word after.
+        head = sample_contour(analysed.track, *_seconds(boundary.before, rate), points)
+        tail = sample_contour(analysed.track, *_seconds(boundary.after, rate), points)
+        f0.append(np.concatenate([head[0], tail[0]]))
+        energy.append(np.concatenate([head[1], tail[1]]))
+    contour = compare_f0(f0[0], f0[1])
+    # The end of the word before's voicing: its last compared points (a final voiceless
+    # consonant, as in "lights", ends the pitch on the vowel).
+    end = compare_f0(f0[0][:points], f0[1][:points])
+    return CutMeasure(
+        pause_ms=1000.0 * at_test.pause_s,
+        reference_pause_ms=1000.0 * at_reference.pause_s,
+        f0_distance_st=contour.rms_st,
+        end_f0_delta_st=end.end_delta_st,
+        energy_distance_db=energy_distance(energy[0], energy[1], options.levels.silence_db),
+        f0_points=contour.compared,
+        f0_octave_errors=contour.octave_errors,
+    )
+
+
+def measure_reply(
+    reply: Reply,
+    mode: Mode,
+    streamed: Analysed,
+    reference: Analysed,
+    floor: tuple[Analysed, Analysed],
+    options: ProsodyOptions,
+) -> ReplyResult:
+    """Every cut of ``streamed`` against ``reference`` (and the floor at the same boundaries)."""
+    results = []
+    for cut in find_cuts(streamed.rendering, reply.text):
+        results.append(
+            CutResult(
+                cut,
+                compare_boundary(streamed, reference, cut.before, cut.after, options),
+                compare_boundary(floor[1], floor[0], cut.before, cut.after, options),
+            )
+        )
+    floor_ratio = floor[1].span_s / floor[0].span_s if floor[0].span_s > 0 else None
+    return ReplyResult(
+        name=reply.name,
+        category=reply.category,
+        chars=len(reply.text),
+        mode=mode,
+        streamed_span_s=streamed.span_s,
+        reference_span_s=reference.span_s,
+        floor_duration_ratio=floor_ratio,
+        cuts=tuple(results),
+        pieces=len([piece for piece in streamed.rendering.pieces if piece]),
+        events=streamed.rendering.events,
+    )
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def replies_from_file(path: Path) -> tuple[Reply, ...]:
+    """Replies from a file in the format of the bundled ``replies.tsv``
+    (``name<TAB>category<TAB>text``; blank lines and ``#`` lines skipped). ``load_corpus``
+    reads only the bundled file; this reads any other."""
+    replies: list[Reply] = []
+    seen: set[str] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = [part.strip() for part in line.split("\t")]
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"{path} line {number}: expected name<TAB>category<TAB>text")
+        if parts[0] in seen:
+            raise ValueError(f"{path} line {number}: duplicate name {parts[0]!r}")
+        seen.add(parts[0])
+        replies.append(Reply(*parts))
+    return tuple(replies)
+
+
+def _stream_all(
+    services: Services,
+    replies: Sequence[Reply],
+    options: ProsodyOptions,
+    progress: ProgressLine,
+) -> list[dict[Mode, Rendering]]:
+    settings = options.voice_settings()
+    out: list[dict[Mode, Rendering]] = []
+    for reply in replies:
+        renderings: dict[Mode, Rendering] = {}
+        for mode in options.modes:
+            pieces = split_pieces(reply.text) if mode is Mode.TOKENS else None
+            renderings[mode] = stream_reply(
+                services, reply.text, options.voice, settings, pieces, options.token_rate
+            )
+            progress.advance(f"streamed {reply.name} ({mode.value})")
+        out.append(renderings)
+    return out
+
+
+def run_prosody_bench(
+    services: Services,
+    replies: Sequence[Reply],
+    options: ProsodyOptions | None = None,
+    progress_out: TextIO | None = None,
+) -> ProsodyReport:
+    """Stream every reply through the server path, render its reference, compare them."""
+    o = options or ProsodyOptions()
+    if not replies:
+        raise ValueError("no replies to measure")
+    started = time.perf_counter()
+    voice = o.voice or services.default_voice
+    engine, normalizer = services.engine, services.normalizer
+    seams = services.session_config().seams
+    progress = ProgressLine(progress_out, len(replies) * (len(o.modes) + 1))
+    streamed = _stream_all(services, replies, o, progress)
+    settings = o.voice_settings()
+    floor_a, floor_b = o.floor_settings()
+    results: list[ReplyResult] = []
+    for reply, renderings in zip(replies, streamed, strict=True):
+
+        def reference_with(voice_settings: VoiceSettings, text: str = reply.text) -> Analysed:
+            rendering = render_reference(engine, voice, text, voice_settings, seams, normalizer)
+            return Analysed.of(rendering, o)
+
+        reference = reference_with(settings)
+        # Seeded: the reference is itself one side of the floor; off: both sides are extra.
+        first = reference if o.noise is NoiseMode.SEEDED else reference_with(floor_a)
+        floor = (first, reference_with(floor_b))
+        for mode, rendering in renderings.items():
+            analysed = Analysed.of(rendering, o)
+            results.append(measure_reply(reply, mode, analysed, reference, floor, o))
+        progress.advance(f"measured {reply.name}")
+    progress.finish()
+    return ProsodyReport(o, voice, tuple(results), time.perf_counter() - started)

@@ -1,0 +1,404 @@
+"""Aggregates, plain-text tables and JSON of a ``voxflow bench-prosody`` run.
+
+Every figure is a distribution over cuts (or, for durations, over replies) of one mode. The
+*inside* row covers every cut inside a sentence (clause and phrase cuts): the cuts the goals are
+about. The *noise floor* row measures the reference against its re-seeded self at the same
+boundaries: a difference no larger than that is one the voice makes on its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from voxflow.bench.prosody import CutKind, CutMeasure, Mode, ProsodyReport, ReplyResult
+from voxflow.bench.server import percentile
+
+WORST = 5
+
+
+@dataclass(frozen=True)
+class CutFigures:
+    """Distributions of one set of cut measures; None where there are no values."""
+
+    cuts: int
+    unmatched: int
+    added_pause_p50: float | None
+    added_pause_p95: float | None
+    added_pause_max: float | None
+    over_goal: float | None  # share of cuts whose added pause exceeds the goal
+    f0_p50: float | None
+    f0_p95: float | None
+    end_f0_p50: float | None
+    end_f0_p5: float | None
+    energy_p50: float | None
+    energy_p95: float | None
+    f0_points: int
+    f0_octave_errors: int
+
+    @classmethod
+    def of(cls, measures: Sequence[CutMeasure | None], pause_goal_ms: float) -> CutFigures:
+        found = [m for m in measures if m is not None]
+        pauses = [m.added_pause_ms for m in found]
+        f0 = [m.f0_distance_st for m in found if m.f0_distance_st is not None]
+        end = [m.end_f0_delta_st for m in found if m.end_f0_delta_st is not None]
+        energy = [m.energy_distance_db for m in found if m.energy_distance_db is not None]
+        return cls(
+            cuts=len(found),
+            unmatched=len(measures) - len(found),
+            added_pause_p50=_pct(pauses, 50),
+            added_pause_p95=_pct(pauses, 95),
+            added_pause_max=max(pauses, default=None),
+            over_goal=sum(p > pause_goal_ms for p in pauses) / len(pauses) if pauses else None,
+            f0_p50=_pct(f0, 50),
+            f0_p95=_pct(f0, 95),
+            end_f0_p50=_pct(end, 50),
+            end_f0_p5=_pct(end, 5),
+            energy_p50=_pct(energy, 50),
+            energy_p95=_pct(energy, 95),
+            f0_points=sum(m.f0_points for m in found),
+            f0_octave_errors=sum(m.f0_octave_errors for m in found),
+        )
+
+
+@dataclass(frozen=True)
+class DurationFigures:
+    """Duration ratios (streamed speech span / reference speech span) over replies."""
+
+    replies: int
+    p50: float | None
+    min: float | None
+    max: float | None
+    total: float | None  # all streamed speech over all reference speech
+    within_goal: int  # replies within the goal
+
+    @classmethod
+    def of(cls, ratios: Sequence[float], total: float | None, goal: float) -> DurationFigures:
+        return cls(
+            replies=len(ratios),
+            p50=_pct(ratios, 50),
+            min=min(ratios, default=None),
+            max=max(ratios, default=None),
+            total=total,
+            within_goal=sum(abs(r - 1.0) <= goal for r in ratios),
+        )
+
+
+@dataclass(frozen=True)
+class ModeSummary:
+    mode: Mode
+    rows: dict[str, CutFigures]  # inside, clause, phrase, noise floor, sentence end
+    duration: DurationFigures
+    floor_duration: DurationFigures
+    worst: dict[str, list[tuple[str, float]]]  # figure -> (reply, value), worst first
+
+
+def _pct(values: Sequence[float], q: float) -> float | None:
+    return percentile(values, q) if values else None
+
+
+def _inside(result: ReplyResult) -> list[tuple[CutKind, CutMeasure | None, CutMeasure | None]]:
+    return [
+        (c.cut.kind, c.measure, c.floor) for c in result.cuts if c.cut.kind is not CutKind.SENTENCE
+    ]
+
+
+def summarise(report: ProsodyReport, mode: Mode) -> ModeSummary:
+    """The figures of one mode."""
+    o = report.options
+    results = [r for r in report.replies if r.mode is mode]
+    everything = [c for r in results for c in r.cuts]
+    inside = [c for c in everything if c.cut.kind is not CutKind.SENTENCE]
+
+    def of_kind(kind: CutKind) -> CutFigures:
+        return CutFigures.of([c.measure for c in everything if c.cut.kind is kind], o.pause_goal_ms)
+
+    rows = {
+        "inside": CutFigures.of([c.measure for c in inside], o.pause_goal_ms),
+        "clause": of_kind(CutKind.CLAUSE),
+        "phrase": of_kind(CutKind.PHRASE),
+        "noise floor": CutFigures.of([c.floor for c in inside], o.pause_goal_ms),
+        # Sentence ends are no cut inside a sentence: shown apart, as a check (both renderings
+        # join sentences the same way, so they should differ little).
+        "sentence end": of_kind(CutKind.SENTENCE),
+    }
+    ratios = [r.duration_ratio for r in results if r.duration_ratio is not None]
+    reference = sum(r.reference_span_s for r in results)
+    total = sum(r.streamed_span_s for r in results) / reference if reference > 0 else None
+    floor_ratios = [r.floor_duration_ratio for r in results if r.floor_duration_ratio is not None]
+    return ModeSummary(
+        mode=mode,
+        rows=rows,
+        duration=DurationFigures.of(ratios, total, o.duration_goal),
+        floor_duration=DurationFigures.of(floor_ratios, None, o.duration_goal),
+        worst=_worst(results),
+    )
+
+
+def _worst(results: Sequence[ReplyResult]) -> dict[str, list[tuple[str, float]]]:
+    """Per figure, the replies that do worst on it (their worst cut inside a sentence)."""
+
+    def ranked(
+        value: Callable[[ReplyResult], float | None], badness: Callable[[float], float]
+    ) -> list[tuple[str, float]]:
+        scored = [(r.name, v) for r in results if (v := value(r)) is not None]
+        scored.sort(key=lambda item: badness(item[1]), reverse=True)
+        return scored[:WORST]
+
+    def extreme(
+        result: ReplyResult, field: Callable[[CutMeasure], float | None], pick: Callable[..., Any]
+    ) -> float | None:
+        values = [v for _, m, _ in _inside(result) if m is not None and (v := field(m)) is not None]
+        return pick(values) if values else None
+
+    return {
+        "added pause ms": ranked(
+            lambda r: extreme(r, lambda m: m.added_pause_ms, max), lambda v: v
+        ),
+        "F0 distance st": ranked(
+            lambda r: extreme(r, lambda m: m.f0_distance_st, max), lambda v: v
+        ),
+        "end F0 delta st": ranked(
+            lambda r: extreme(r, lambda m: m.end_f0_delta_st, min), lambda v: -v
+        ),
+        "energy distance dB": ranked(
+            lambda r: extreme(r, lambda m: m.energy_distance_db, max), lambda v: v
+        ),
+        "duration ratio": ranked(lambda r: r.duration_ratio, lambda v: abs(v - 1.0)),
+    }
+
+
+# -- text --------------------------------------------------------------------------------------
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100.0 * value:.0f}%"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    body = [list(row) for row in rows]
+    widths = [max(len(row[i]) for row in [list(header), *body]) for i in range(len(header))]
+    lines = []
+    # The first column is a label: left-aligned; the rest are numbers: right-aligned.
+    for row in [list(header), *body]:
+        numbers = zip(row[1:], widths[1:], strict=True)
+        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in numbers)]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def format_report(report: ProsodyReport) -> str:
+    """The report as plain-text tables, one block per mode."""
+    o = report.options
+    noise = "off (noise_scale 0, noise_w 0)" if o.noise.value == "off" else f"seeded ({o.seed})"
+    names = {r.name for r in report.replies}
+    lines = [
+        f"voxflow prosody bench: {len(names)} replies, voice {report.voice}, noise {noise}, "
+        f"wall {report.wall_s:.1f} s",
+        f"silence < {o.levels.silence_db:g} dBFS over {o.levels.frame_ms:g} ms frames; "
+        f"{o.points_per_word} contour points per word; YIN {o.pitch.fmin_hz:g}-"
+        f"{o.pitch.fmax_hz:g} Hz, threshold {o.pitch.threshold:g}",
+        f"noise floor: the reference against itself, seed {o.seed} vs "
+        f"{o.seed + o.floor_seed_offset} (the voice's own noise), at the same boundaries",
+    ]
+    for mode in o.modes:
+        lines += ["", *_format_mode(report, summarise(report, mode))]
+    return "\n".join(lines)
+
+
+def _format_mode(report: ProsodyReport, summary: ModeSummary) -> list[str]:
+    o = report.options
+    sent = (
+        "the whole reply in one message"
+        if summary.mode is Mode.WHOLE
+        else f"LLM-like pieces at {o.token_rate:g}/s"
+    )
+    lines = [f"== mode {summary.mode.value}: {sent}", "", "1. Cuts (streamed vs whole sentences)"]
+    lines.append(
+        "   pause: added silence, ms; F0: RMS semitones; end F0: streamed - reference at the end "
+        "of the word before, st; energy: RMS dB"
+    )
+    header = [
+        "cuts",
+        "n",
+        "unmatched",
+        "pause p50",
+        "p95",
+        "max",
+        f">{o.pause_goal_ms:g}ms",
+        "F0 p50",
+        "p95",
+        "end F0 p50",
+        "p5",
+        "energy p50",
+        "p95",
+        "F0 pts",
+        "octave",
+    ]
+    rows = []
+    for label, f in summary.rows.items():
+        rows.append(
+            [
+                label,
+                str(f.cuts),
+                str(f.unmatched),
+                _num(f.added_pause_p50),
+                _num(f.added_pause_p95),
+                _num(f.added_pause_max),
+                _share(f.over_goal),
+                _num(f.f0_p50, 2),
+                _num(f.f0_p95, 2),
+                _num(f.end_f0_p50, 2),
+                _num(f.end_f0_p5, 2),
+                _num(f.energy_p50, 2),
+                _num(f.energy_p95, 2),
+                str(f.f0_points),
+                str(f.f0_octave_errors),
+            ]
+        )
+    lines += _table(header, rows)
+    lines += ["", "2. Duration ratio (streamed speech span / reference speech span, per reply)"]
+    lines += _table(
+        ["", "replies", "p50", "min", "max", "total", f"within {100 * o.duration_goal:g}%"],
+        [
+            [
+                label,
+                str(d.replies),
+                _num(d.p50, 3),
+                _num(d.min, 3),
+                _num(d.max, 3),
+                _num(d.total, 3),
+                str(d.within_goal),
+            ]
+            for label, d in (
+                ("streamed", summary.duration),
+                ("noise floor", summary.floor_duration),
+            )
+        ],
+    )
+    lines += ["", f"3. Worst replies (their worst cut inside a sentence; top {WORST})"]
+    for figure, entries in summary.worst.items():
+        listed = ", ".join(f"{name} ({value:.2f})" for name, value in entries) or "-"
+        lines.append(f"  {figure}: {listed}")
+    lines += ["", "4. Per reply"]
+    lines += _table(
+        [
+            "reply",
+            "chars",
+            "pieces",
+            "clause",
+            "phrase",
+            "sentence",
+            "duration",
+            "pause max",
+            "F0 max",
+            "end F0 min",
+            "energy max",
+        ],
+        [_reply_row(r) for r in report.replies if r.mode is summary.mode],
+    )
+    inside = summary.rows["inside"]
+    d = summary.duration
+    pause_ok = inside.added_pause_p95 is not None and inside.added_pause_p95 <= o.pause_goal_ms
+    lines += [
+        "",
+        "5. Goals (cuts inside sentences)",
+        f"  added pause <= {o.pause_goal_ms:g} ms at 95% of cuts: p95 "
+        f"{_num(inside.added_pause_p95)} ms, {_share(inside.over_goal)} over -> "
+        f"{_verdict(pause_ok, inside.cuts)}",
+        f"  duration within {100 * o.duration_goal:g}% for every reply: {d.within_goal} of "
+        f"{d.replies} (min {_num(d.min, 3)}, max {_num(d.max, 3)}; corpus total "
+        f"{_num(d.total, 3)}) -> {_verdict(d.within_goal == d.replies, d.replies)}",
+    ]
+    return lines
+
+
+def _verdict(ok: bool, count: int) -> str:
+    if count == 0:
+        return "no data"
+    return "ok" if ok else "FAIL"
+
+
+def _reply_row(result: ReplyResult) -> list[str]:
+    kinds = [c.cut.kind for c in result.cuts]
+    measures = [m for _, m, _ in _inside(result) if m is not None]
+
+    def most(values: Iterable[float | None], pick: Callable[..., Any]) -> str:
+        present = [v for v in values if v is not None]
+        return _num(pick(present), 2) if present else "-"
+
+    return [
+        result.name,
+        str(result.chars),
+        str(result.pieces),
+        str(kinds.count(CutKind.CLAUSE)),
+        str(kinds.count(CutKind.PHRASE)),
+        str(kinds.count(CutKind.SENTENCE)),
+        _num(result.duration_ratio, 3),
+        most((m.added_pause_ms for m in measures), max),
+        most((m.f0_distance_st for m in measures), max),
+        most((m.end_f0_delta_st for m in measures), min),
+        most((m.energy_distance_db for m in measures), max),
+    ]
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses, enums and containers as JSON-ready values (floats rounded)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 4)
+    return value
+
+
+def report_dict(report: ProsodyReport) -> dict[str, Any]:
+    """Everything the run measured, ready for ``json.dumps``."""
+    modes: dict[str, Any] = {}
+    for mode in report.options.modes:
+        summary = summarise(report, mode)
+        replies = []
+        for r in report.replies:
+            if r.mode is not mode:
+                continue
+            entry = _plain(r)
+            entry["duration_ratio"] = _plain(r.duration_ratio)
+            for cut, result in zip(entry["cuts"], r.cuts, strict=True):
+                cut["label"] = result.cut.label
+                for side in ("measure", "floor"):
+                    measure = getattr(result, side)
+                    if measure is not None:
+                        cut[side]["added_pause_ms"] = _plain(measure.added_pause_ms)
+            replies.append(entry)
+        modes[mode.value] = {
+            "summary": _plain(
+                {
+                    "rows": summary.rows,
+                    "duration": summary.duration,
+                    "floor_duration": summary.floor_duration,
+                    "worst": summary.worst,
+                }
+            ),
+            "replies": replies,
+        }
+    return {
+        "voice": report.voice,
+        "wall_s": round(report.wall_s, 2),
+        "options": _plain(report.options),
+        "modes": modes,
+    }
