@@ -13,6 +13,7 @@ from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.session.alignment import CharAligner
 from voxflow.session.events import AudioOut, ClientEvent, DoneOut, SubmitSegment, TimestampsOut
 from voxflow.session.local import LocalRunner
 from voxflow.session.session import Session, SessionConfig, StartOptions
@@ -87,6 +88,29 @@ def test_a_whole_reply_is_heard_once_in_order(scheduler: Scheduler) -> None:
     events = runner.until_finished("a")
     assert isinstance(events[-1], DoneOut)
     _check_timeline(events, REPLY)
+
+
+def test_character_alignment_covers_the_text_with_words_timed_window_by_window(
+    scheduler: Scheduler,
+) -> None:
+    runner = _runner(scheduler)
+    _start(runner)
+    runner.session.text("a", REPLY, runner.now())
+    runner.session.end("a", runner.now())
+    runner.until_finished("a")
+    aligner = CharAligner()
+    chunks = []
+    for event in runner.events:
+        if isinstance(event, TimestampsOut):
+            aligner.add(event, REPLY)
+        elif isinstance(event, AudioOut):
+            chunks.append(aligner.take(event))
+    text = "".join(chunk.text for chunk in chunks) + aligner.finish(REPLY).text
+    assert text == REPLY
+    # The lead sent its words in several events: more events than pieces.
+    assert sum(isinstance(e, TimestampsOut) for e in runner.events) > 3
+    starts = [char.start_ms for chunk in chunks for char in chunk.chars]
+    assert starts == sorted(starts)
 
 
 def test_streamed_tokens_are_heard_once_in_order(scheduler: Scheduler) -> None:

@@ -160,7 +160,7 @@ def test_lookahead_ignores_the_minimum_of_later_segments() -> None:
     "text", ["We met Dr.", "Call me, e.g.", "It was written by J.", "Hello there", "Wait,"]
 )
 def test_lookahead_never_cuts_what_is_not_a_sentence_end(text: str) -> None:
-    buffer = TextBuffer(ChunkingConfig(auto_mode=True))
+    buffer = TextBuffer(ChunkingConfig(auto_mode=True, lead_cost=None))
     buffer.feed(text, now=0.0)
     assert buffer.idle_deadline() is None
     assert buffer.poll(100.0) == []

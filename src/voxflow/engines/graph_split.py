@@ -9,7 +9,8 @@ on windows of frames (see ``voxflow.engines.piper``). We cut the graph in three:
   predictor's Gaussian noise, made an input so a seed reproduces the output) -> ``m_p`` and
   ``logs_p`` at frame rate and the per-phoneme-id ``durations`` in frames.
 * flow stage: ``z_p`` and ``y_mask`` (+ ``sid``) -> ``z``, the decoder's input.
-* decoder stage: ``z`` (+ ``sid``) -> ``output`` audio.
+* decoder stage: ``z`` (+ ``sid``) -> ``output`` audio, run as 2-D convolutions where the graph
+  allows (``voxflow.engines.conv2d``: the same arithmetic, faster kernels).
 
 The flow and the decoder are cut apart because their receptive fields differ: the flow needs ~24
 frames of context on each side of a window but costs a sixth of the decoder per frame, while the
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 
 import onnx
 from onnx import TensorProto, helper
+
+from voxflow.engines.conv2d import as_conv2d
 
 TEXT_INPUTS = ("input", "input_lengths", "scales")
 SPEAKER_INPUT = "sid"
@@ -59,8 +62,9 @@ class SplitModel:
     has_speaker_input: bool
 
 
-def split_piper_model(model: onnx.ModelProto) -> SplitModel:
-    """Cut ``model`` into its three stages (see the module docstring)."""
+def split_piper_model(model: onnx.ModelProto, conv2d: bool = True) -> SplitModel:
+    """Cut ``model`` into its three stages (see the module docstring); ``conv2d=False`` keeps the
+    decoder's 1-D convolutions as exported."""
     graph = model.graph
     nodes = list(graph.node)
     producer = {out: node for node in nodes for out in node.output}
@@ -131,7 +135,7 @@ def split_piper_model(model: onnx.ModelProto) -> SplitModel:
     return SplitModel(
         text_stage=text_stage.SerializeToString(),
         flow_stage=flow_stage.SerializeToString(),
-        decoder_stage=decoder_stage.SerializeToString(),
+        decoder_stage=(as_conv2d(decoder_stage) if conv2d else decoder_stage).SerializeToString(),
         latent_channels=channels,
         has_speaker_input=has_sid,
     )

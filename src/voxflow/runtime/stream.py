@@ -53,6 +53,10 @@ __all__ = ["Job", "Lane", "StreamState", "Timing", "Work"]
 
 SPLICE_FRAMES = 1  # frames cross-faded where a takeover joins its lead mid-utterance
 LEAD_URGENT_S = 0.2  # a held lead renders its last word when its listener has this much left
+# Frames rendered before an utterance's first word: the silence before it (25 to 80 ms on the
+# bundled voice) is trimmed by the seam joiner anyway, but speech can start up to two frames
+# before the word's first frame (a stress mark, a breath).
+LEAD_IN_FRAMES = 3
 
 
 class Lane(enum.Enum):
@@ -249,6 +253,7 @@ class StreamState:
             return []
         work.utterance = utterance
         work.end = utterance.num_frames
+        work.start = work.next = _lead_in(utterance)
         if work.end_cap is not None:
             work.end = min(work.end, work.end_cap)
             work.decided = True
@@ -310,16 +315,20 @@ class StreamState:
             # Nothing of the lead exists yet: the takeover speaks everything, from its start.
             lead.end_cap = 0
             return
-        rendered = max(lead.next, self.inflight_end or 0)
+        # Frames of the lead rendered or being rendered (0: none yet, whatever its start frame).
+        rendered = self.inflight_end if self.inflight_end is not None else lead.next
+        if rendered <= lead.start:
+            rendered = 0
         switch = choose_switch(lead.utterance, own, takeover.points, rendered)
-        lead.end = switch.lead_end
+        lead.end = max(switch.lead_end, lead.next)
         lead.decided = True
         splice = 0
         if 0 < switch.lead_end < lead.utterance.num_frames and switch.start >= SPLICE_FRAMES:
             splice = SPLICE_FRAMES
         lead.continues = splice > 0
         takeover_work.splice = splice
-        takeover_work.start = takeover_work.next = switch.start - splice
+        start = _lead_in(own) if switch.start == 0 else switch.start - splice
+        takeover_work.start = takeover_work.next = start
 
     def _finish_if_done(self) -> list[SchedulerEvent]:
         """Pop finished works at the head; a work cut where it already was ends with an empty
@@ -383,6 +392,13 @@ class StreamState:
     def _out_of_audio(self, now: float) -> bool:
         end = self.playback_end()
         return end is None or end <= now
+
+
+def _lead_in(utterance: Utterance) -> int:
+    """Where rendering an utterance from its start begins: just before its first word."""
+    if not utterance.words:
+        return 0
+    return max(0, utterance.words[0].start_frame - LEAD_IN_FRAMES)
 
 
 _EMPTY: FloatArray = np.zeros(0, dtype=np.float32)

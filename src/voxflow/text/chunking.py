@@ -21,10 +21,11 @@ __all__ = [
 MIN_MAX_CHARS = 20
 """Smallest accepted ``ChunkingConfig.max_chars``."""
 
-DEFAULT_LEAD_COST = (16, 40)
-"""Spoken-cost window of a first segment cut at a phrase boundary: at ~0.6 ms per spoken
-character the text stage of 40 costs ~25 ms, and 16 still carries about a second of speech, which
-covers the text stage of the whole sentence rendered beside it (see ``voxflow.text.buffer``)."""
+DEFAULT_LEAD_COST = (12, 30)
+"""Spoken-cost window of a first segment cut at a phrase boundary. The text stage costs a fixed
+~8 ms plus ~0.6 ms per spoken character, so 30 keeps it near 25 ms; 12 still carries most of a
+second of speech, which covers the text stage of the whole sentence rendered beside it (see
+``voxflow.text.buffer``). Streamed at 50 LLM tokens a second, 30 characters arrive in ~150 ms."""
 
 DEFAULT_LOOKAHEAD_S = 0.15
 """How long a sentence end at the end of the buffered text waits for text that could refute it
