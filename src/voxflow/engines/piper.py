@@ -251,7 +251,7 @@ class PiperEngine:
                 # Nothing cached is of use (a takeover starts mid-utterance): start over here.
                 cache.lo = cache.hi = dec_lo
             if dec_hi > cache.hi:
-                self._extend_flow(loaded, utterance, cache, dec_hi)
+                self._extend_flow(loaded, utterance, cache, dec_hi, end_frame - start_frame)
             z_window = np.ascontiguousarray(cache.z[:, :, dec_lo:dec_hi])
         (audio,) = loaded.decoder_stage.run(
             None, {Z: z_window, **_speaker(loaded, utterance)}, loaded.run_options
@@ -270,18 +270,26 @@ class PiperEngine:
             return cache
 
     def _extend_flow(
-        self, loaded: LoadedVoice, utterance: Utterance, cache: _FlowCache, needed: int
+        self,
+        loaded: LoadedVoice,
+        utterance: Utterance,
+        cache: _FlowCache,
+        needed: int,
+        window: int,
     ) -> None:
         """Run the flow so that ``cache.z`` is exact from ``cache.lo`` up to at least ``needed``.
 
         The first run covers just the first window (it is on the time-to-first-audio path); later
-        runs reach ``flow_chunk_frames`` further, so the flow's context is paid once per chunk
-        rather than once per decoder window.
+        runs reach four decoder windows (of the size being rendered) further, at most
+        ``flow_chunk_frames``, so the flow's context is paid once per few windows rather than
+        once per window, while a small window (a stream that is short of audio) is not held up
+        by a long flow run.
         """
         total = utterance.num_frames
         start = cache.hi
         first = start == cache.lo
-        target = needed if first else min(total, max(needed, start + self._flow_chunk))
+        ahead = min(self._flow_chunk, 4 * window)
+        target = needed if first else min(total, max(needed, start + ahead))
         context = self._settings.flow_overlap_frames
         lo = max(0, start - context)
         hi = min(total, target + (self._settings.first_flow_overlap_frames if first else context))

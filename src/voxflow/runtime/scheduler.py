@@ -78,11 +78,11 @@ class SchedulerSettings:
     workers: int = 2
     first_window_frames: int = 16
     max_window_frames: int = 256
-    grow_lead_s: float = 0.25
     max_lead_s: float = 20.0
     # When a fresh stream's first audio is due: the deadline that orders it against streams
-    # that are playing (they come first only when they would run dry sooner).
-    first_audio_s: float = 0.1
+    # that are playing (they come first only when they would run dry sooner). Under a burst of
+    # new streams this is what their first audio may wait, so that no listener runs dry.
+    first_audio_s: float = 0.25
     # How far ahead of playback a lead is rendered while its takeover is not prepared yet.
     lead_hold_s: float = 0.3
 
@@ -91,14 +91,15 @@ class SchedulerSettings:
             raise ValueError("workers must be >= 1")
         if not 1 <= self.first_window_frames <= self.max_window_frames:
             raise ValueError("need 1 <= first_window_frames <= max_window_frames")
-        if self.max_lead_s <= 0 or self.grow_lead_s < 0:
-            raise ValueError("max_lead_s must be > 0 and grow_lead_s >= 0")
+        if self.max_lead_s <= 0:
+            raise ValueError("max_lead_s must be > 0")
         if self.first_audio_s < 0 or self.lead_hold_s <= 0:
             raise ValueError("first_audio_s must be >= 0 and lead_hold_s > 0")
 
     @property
     def windows(self) -> WindowPolicy:
-        return WindowPolicy(self.first_window_frames, self.max_window_frames, self.grow_lead_s)
+        later = min(2 * self.first_window_frames, self.max_window_frames)
+        return WindowPolicy(self.first_window_frames, self.max_window_frames, later)
 
 
 class StreamHandle:
@@ -281,7 +282,19 @@ class Scheduler:
                 if work is None:
                     continue
                 stream.versions[lane] += 1
-                return stream, stream.take(lane, work, now)
+                job = stream.take(lane, work, now)
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "stream %d %s %s tag %d window %s playback_end %s at %.3f",
+                        stream.id,
+                        lane.value,
+                        "prepare" if job.window is None else "render",
+                        work.request.tag,
+                        job.window,
+                        None if job.playback_end is None else f"{job.playback_end:.3f}",
+                        now,
+                    )
+                return stream, job
             wait = self._sleeping[0][0] - now if self._sleeping else None
             if self._trim_due is not None and not self._busy:
                 if now >= self._trim_due:

@@ -52,11 +52,12 @@ from voxflow.runtime.windows import WindowPolicy
 __all__ = ["Job", "Lane", "StreamState", "Timing", "Work"]
 
 SPLICE_FRAMES = 1  # frames cross-faded where a takeover joins its lead mid-utterance
-LEAD_URGENT_S = 0.2  # a held lead renders its last word when its listener has this much left
+LEAD_URGENT_S = 0.35  # a held lead renders its last word when its listener has this much left
 # Frames rendered before an utterance's first word: the silence before it (25 to 80 ms on the
 # bundled voice) is trimmed by the seam joiner anyway, but speech can start up to two frames
 # before the word's first frame (a stress mark, a breath).
 LEAD_IN_FRAMES = 3
+TAIL_FRAMES = 2  # of the silence after an utterance's last word, what the seam joiner keeps
 
 
 class Lane(enum.Enum):
@@ -199,7 +200,9 @@ class StreamState:
         if work.utterance is None:
             cost = self._costs.prepare_s(len(work.request.text))
         else:
-            cost = self._costs.render_s(self._policy.size(self.window, end - now))
+            cost = self._costs.render_s(
+                self._policy.size(self.window, end - now, self._costs.render_s)
+            )
         release = end - self._max_lead_s if self.paced else now
         if self._held(work):
             release = max(release, end - self._lead_hold_s)
@@ -214,10 +217,12 @@ class StreamState:
             work.preparing = True
             return Job(lane, work, None, self.playback_end())
         end = self.playback_end()
-        size = self._policy.size(self.window, None if end is None else end - now)
+        size = self._policy.size(
+            self.window, None if end is None else end - now, self._costs.render_s
+        )
         limit = work.end
         if self._held(work):
-            size = min(size, 2 * self._policy.first_frames)
+            size = min(size, self._policy.later_frames)
             hold = self._hold_frame(work)
             urgent = end is not None and end - now <= LEAD_URGENT_S
             if work.next < hold and not urgent:
@@ -366,8 +371,16 @@ class StreamState:
         )
 
     def _played(self, work: Work, start: int, stop: int, now: float) -> None:
-        """Advance the listener's clock model by the window's audio."""
-        assert work.utterance is not None
+        """Advance the listener's clock model by the window's audio.
+
+        Only audio up to just after the utterance's last word counts: the seam joiner trims the
+        silence after it (100 to 250 ms at the end of a sentence on the bundled voice), and a
+        model that counted it would think the listener has that much more in hand than it has.
+        """
+        utterance = work.utterance
+        assert utterance is not None
+        if utterance.words:
+            stop = min(stop, utterance.words[-1].end_frame + TAIL_FRAMES)
         frames = stop - start - (work.splice if not work.started else 0)
         seconds = self._frames_s(work, max(0, frames))
         if seconds <= 0:
