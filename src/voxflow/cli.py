@@ -63,6 +63,30 @@ def _add_normalization_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
 
 
+def _add_prosody_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    prosody = commands.add_parser(
+        "bench-prosody",
+        help="what the server's cuts do to prosody: streamed vs whole-sentence rendering",
+    )
+    prosody.add_argument("--voice", help="voice name (default: the server's default voice)")
+    prosody.add_argument("--corpus", type=Path, help="replies file (default: the bundled corpus)")
+    prosody.add_argument("--replies", type=int, help="measure only the first N replies")
+    prosody.add_argument("--tokens", action="store_true", help="also send each reply as LLM tokens")
+    prosody.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+    prosody.add_argument(
+        "--noise",
+        choices=["off", "seeded"],
+        default="off",
+        help="off: noise_scale = noise_w = 0 (default); seeded: the voice's noise, seeded",
+    )
+    prosody.add_argument("--seed", type=int, default=1, help="seed (default %(default)s)")
+    prosody.add_argument(
+        "--silence-db", type=float, default=-50.0, help="silence threshold, dBFS on 5 ms frames"
+    )
+    prosody.add_argument("--workers", type=int, help="synthesis threads (default: one per core)")
+    prosody.add_argument("--json", type=Path, help="also write everything as JSON here")
+
+
 def _normalizer(args: argparse.Namespace) -> Normalizer:
     return Normalizer(None if args.lexicon is None else Lexicon.from_file(args.lexicon))
 
@@ -135,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     server_bench.add_argument("--format", default="pcm_24000", help="output format to request")
     server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
 
+    _add_prosody_parser(commands)
+
     serve_cmd = commands.add_parser("serve", help="run the server")
     serve_cmd.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve_cmd.add_argument("--port", type=int, help="port (default 8000)")
@@ -182,6 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = run_encoder_bench(repeats=args.repeats)
             sys.stdout.write(format_encoder_table(results) + "\n")
             return 0
+        if args.command == "bench-prosody":
+            return _bench_prosody(args, sys.stdout)
         return _serve(args)
     except (ValueError, FileNotFoundError, VoiceNotFoundError, VoxflowConnectionError) as error:
         print(f"voxflow: error: {error}", file=sys.stderr)  # noqa: T201 - CLI output
@@ -263,6 +291,46 @@ def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
     print(format_report(report), file=out)
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    return 0
+
+
+def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
+    # The server stack is imported only when needed (see _serve).
+    from voxflow.bench.corpus import load_corpus  # noqa: PLC0415
+    from voxflow.bench.levels import LevelSettings  # noqa: PLC0415
+    from voxflow.bench.prosody import (  # noqa: PLC0415
+        NoiseMode,
+        ProsodyOptions,
+        replies_from_file,
+        run_prosody_bench,
+    )
+    from voxflow.bench.prosody_report import format_report, report_dict  # noqa: PLC0415
+    from voxflow.server.services import Services  # noqa: PLC0415
+
+    replies = load_corpus() if args.corpus is None else replies_from_file(args.corpus)
+    if args.replies is not None:
+        if args.replies < 1:
+            raise ValueError("--replies must be at least 1")
+        replies = replies[: args.replies]
+    options = ProsodyOptions(
+        voice=args.voice,
+        noise=NoiseMode(args.noise),
+        seed=args.seed,
+        tokens=args.tokens,
+        token_rate=args.token_rate,
+        levels=LevelSettings(silence_db=args.silence_db),
+    )
+    settings = ServerSettings.from_env(
+        os.environ, voices_dir=args.voices_dir, default_voice=args.voice, workers=args.workers
+    )
+    services = Services.build(settings)
+    try:
+        report = run_prosody_bench(services, replies, options, sys.stderr)
+    finally:
+        services.shutdown()
+    print(format_report(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report_dict(report), indent=2) + "\n")
     return 0
 
 
