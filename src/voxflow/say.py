@@ -56,6 +56,14 @@ def segment_text(text: str, chunking: ChunkingConfig) -> list[Segment]:
     return [*buffer.feed(text), *buffer.flush()]
 
 
+def _without_leads(chunking: ChunkingConfig) -> ChunkingConfig:
+    """``say`` renders one segment after the other. A server cuts a long first sentence early
+    and renders it whole beside that first piece (a lead and its takeover, which need the
+    scheduler's two lanes); rendered one after the other, the cut would be heard, so ``say``
+    keeps the first sentence whole."""
+    return replace(chunking, lead_cost=None)
+
+
 def render_segments(
     engine: Engine,
     segments: list[Segment],
@@ -103,7 +111,7 @@ def say(
 ) -> SayResult:
     """Synthesize ``text`` completely and measure it (see ``SayStats``)."""
     started = clock()
-    segments = segment_text(text, chunking)
+    segments = segment_text(text, _without_leads(chunking))
     if not segments:
         raise ValueError("nothing to say: the text is empty")
     first_audio: float | None = None
