@@ -330,7 +330,10 @@ def test_first_window_gives_decodable_audio(name: str) -> None:
     encoder = StreamEncoder(fmt, VOICE_RATE)
     data = encoder.encode(speech_like(FIRST_WINDOW / VOICE_RATE))
     assert data
-    assert encoder.samples_out > 0
+    # No format holds the first window back: what the codec keeps (its partial frame and its
+    # lookahead, at most one AAC frame of 43 ms) leaves most of it decodable at once.
+    window = FIRST_WINDOW * fmt.sample_rate / VOICE_RATE
+    assert encoder.samples_out >= 0.6 * window
     if not fmt.headerless:
         assert len(decode_all(data, fmt.codec).audio) == encoder.samples_out
 

@@ -177,3 +177,11 @@ def test_output_format_is_immutable() -> None:
     fmt = parse_output_format("pcm_8000")
     with pytest.raises(AttributeError):
         fmt.sample_rate = 16000  # type: ignore[misc]
+
+
+def test_decoder_read_is_known_for_framed_codecs_that_need_it() -> None:
+    assert parse_output_format("mp3_22050_32").decoder_read_s > 1.0
+    assert parse_output_format("aac_24000_64").decoder_read_s > 1.0
+    assert parse_output_format("flac_24000").decoder_read_s > 0
+    for name in ("pcm_24000", "ulaw_8000", "opus_48000_64"):
+        assert parse_output_format(name).decoder_read_s == 0

@@ -215,3 +215,27 @@ def test_an_unpaced_stream_renders_past_the_lead_cap(engine: PiperEngine) -> Non
         paced.cancel()
     finally:
         scheduler.shutdown()
+
+
+def test_a_burst_is_rendered_before_a_lead_is_held(engine: PiperEngine) -> None:
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2, lead_hold_s=0.3))
+    try:
+        recorder = Recorder()
+        stream = scheduler.open_stream(recorder.sink("a"), burst_s=2.0)  # type: ignore[arg-type]
+        long_lead = SegmentRequest(WHOLE + " " + WHOLE, "joe", SETTINGS, 0, lead=True)
+        stream.submit(long_lead)
+        deadline = time.monotonic() + 30
+        rendered = 0.0
+        while rendered < 2.0:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+            rendered = sum(
+                len(e.audio) / 22050 for e in recorder.of("a") if isinstance(e, Rendered)
+            )
+        # Without the burst, the held lead stays within 0.3 s of playback for a while (see
+        # test_a_lead_is_rendered_only_a_little_ahead_until_its_takeover_comes).
+        windows = [e for e in recorder.of("a") if isinstance(e, Rendered)]
+        assert len(windows) <= 3  # a small first window, then the rest of the burst at once
+        stream.cancel()
+    finally:
+        scheduler.shutdown()

@@ -144,3 +144,17 @@ def test_a_sentence_that_ends_the_buffer_is_spoken_after_the_lookahead(
     assert time.monotonic() - sent >= 0.15
     assert [w[0] for w in _words(out)][:1] == ["How"]
     runner.close()
+
+
+def test_a_client_that_decodes_mp3_gets_a_lead_long_enough_to_start_on() -> None:
+    def lead_text(output_format: str) -> str:
+        session = Session(SessionConfig(default_voice="joe"), VoiceRegistry().get)
+        session.start("a", StartOptions(output_format=output_format), 0.0)
+        session.text("a", REPLY, 0.0)
+        submits = [o for o in session.drain() if isinstance(o, SubmitSegment)]
+        assert submits[0].request.lead
+        return submits[0].request.text
+
+    short, long = lead_text("pcm_24000"), lead_text("mp3_22050_32")
+    # An FFmpeg decoder reads ~1.7 s of MP3 before it plays: the lead carries that much speech.
+    assert long.startswith(short) and len(long) > 25 >= len(short)

@@ -170,7 +170,10 @@ class Scheduler:
         for thread in self._threads:
             thread.start()
 
-    def open_stream(self, sink: Sink, paced: bool = True) -> StreamHandle:
+    def open_stream(self, sink: Sink, paced: bool = True, burst_s: float = 0.0) -> StreamHandle:
+        """A new stream. ``paced``: keep within ``max_lead_s`` of the listener (a live stream);
+        ``burst_s``: render this much audio before holding any back (what the client's decoder
+        reads before it plays)."""
         s = self._settings
         with self._cond:
             if self._stopping:
@@ -184,6 +187,7 @@ class Scheduler:
                 s.first_audio_s,
                 s.max_lead_s,
                 s.lead_hold_s,
+                burst_s,
             )
             self._streams[stream.id] = stream
         return StreamHandle(self, stream)

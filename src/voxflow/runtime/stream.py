@@ -112,6 +112,7 @@ class StreamState:
         first_audio_s: float,
         max_lead_s: float,
         lead_hold_s: float,
+        burst_s: float = 0.0,
     ) -> None:
         self.id = stream_id
         self.sink = sink
@@ -121,6 +122,8 @@ class StreamState:
         self._first_audio_s = first_audio_s
         self._max_lead_s = max_lead_s
         self._lead_hold_s = lead_hold_s
+        self._burst_s = burst_s
+        self.rendered_s = 0.0  # audio rendered so far, all runs
         self.works: deque[Work] = deque()
         self.busy: set[Lane] = set()
         self.versions = {Lane.MAIN: 0, Lane.AHEAD: 0}  # invalidates queued heap entries
@@ -221,6 +224,11 @@ class StreamState:
             self.window, None if end is None else end - now, self._costs.render_s
         )
         limit = work.end
+        if 0 < self.rendered_s < self._burst_s:
+            # The rest of the burst in one window (after a small first one): the client's
+            # decoder starts once it has all of it, so neither less nor more.
+            rest = self._frames_for(work, self._burst_s - self.rendered_s)
+            size = max(self._policy.later_frames, rest)
         if self._held(work):
             size = min(size, self._policy.later_frames)
             hold = self._hold_frame(work)
@@ -232,10 +240,15 @@ class StreamState:
         self.inflight_end = window[1]
         return Job(lane, work, window, end)
 
-    @staticmethod
-    def _held(work: Work) -> bool:
-        """A prepared lead whose takeover has not decided where to switch yet."""
-        return work.request.lead and not work.decided and work.utterance is not None
+    def _held(self, work: Work) -> bool:
+        """A prepared lead whose takeover has not decided where to switch yet, once the stream
+        has rendered its burst (what the client's decoder must read before it plays)."""
+        return (
+            work.request.lead
+            and not work.decided
+            and work.utterance is not None
+            and self.rendered_s >= self._burst_s
+        )
 
     def _hold_frame(self, work: Work) -> int:
         """Where a held lead stops: one frame before its last word, so that the takeover may
@@ -385,12 +398,19 @@ class StreamState:
         seconds = self._frames_s(work, max(0, frames))
         if seconds <= 0:
             return
+        self.rendered_s += seconds
         if self.first_audio_at is None or self._out_of_audio(now):
             # A new run: the listener starts playing this audio as it arrives.
             self.first_audio_at = now
             self.audio_s = 0.0
         self.fresh_since = None
         self.audio_s += seconds
+
+    def _frames_for(self, work: Work, seconds: float) -> int:
+        utterance = work.utterance
+        assert utterance is not None
+        frames = int(seconds * utterance.sample_rate / utterance.samples_per_frame) + 1
+        return min(self._policy.max_frames, frames)
 
     def _frames_s(self, work: Work, frames: int) -> float:
         utterance = work.utterance

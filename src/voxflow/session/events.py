@@ -84,6 +84,9 @@ ClientEvent = AudioOut | TimestampsOut | DoneOut | CancelledOut | ErrorOut | Clo
 class OpenStream:
     serial: int
     paced: bool = True  # False: render as fast as possible (a whole-text HTTP request)
+    # Audio to render before any is held back (a client's decoder reads this much before it
+    # plays anything: ``OutputFormat.decoder_read_s``).
+    burst_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class LocalRunner:
         for output in self.session.drain():
             if isinstance(output, OpenStream):
                 self._streams[output.serial] = self._scheduler.open_stream(
-                    self._sink(output.serial), paced=output.paced
+                    self._sink(output.serial), paced=output.paced, burst_s=output.burst_s
                 )
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)

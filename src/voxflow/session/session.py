@@ -253,6 +253,7 @@ class Session:
                 chunking = replace(chunking, chunk_length_schedule=options.chunk_length_schedule)
             if options.auto_mode is not None:
                 chunking = replace(chunking, auto_mode=options.auto_mode)
+            chunking = _lead_for_decoder(chunking, fmt.decoder_read_s, options.settings.speed)
         except ValueError as error:
             raise SessionError("invalid_message", str(error)) from error
         context = Context(
@@ -273,7 +274,7 @@ class Session:
         )
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
-        self._outputs.append(OpenStream(context.serial, options.paced))
+        self._outputs.append(OpenStream(context.serial, options.paced, fmt.decoder_read_s))
         return context
 
     def _get(self, cid: str) -> Context:
@@ -291,6 +292,24 @@ class Session:
 
     def _errors(self, cid: str) -> _ErrorCatcher:
         return _ErrorCatcher(self._outputs, cid)
+
+
+# English text as the bundled voice speaks it at speed 1: about 15 characters a second.
+_SPOKEN_CHARS_PER_S = 15.0
+
+
+def _lead_for_decoder(chunking: ChunkingConfig, read_s: float, speed: float) -> ChunkingConfig:
+    """A lead long enough for the client's decoder to start on it alone.
+
+    A client that decodes MP3 or AAC with FFmpeg reads 1.5 to 2.5 s of audio before it plays
+    anything (``OutputFormat.decoder_read_s``); a lead shorter than that leaves it waiting for
+    the rest of the sentence, which an LLM may not have written yet.
+    """
+    if chunking.lead_cost is None or read_s <= 0:
+        return chunking
+    low, high = chunking.lead_cost
+    needed = int(read_s * _SPOKEN_CHARS_PER_S * speed) + 1
+    return replace(chunking, lead_cost=(max(low, needed), max(high, needed + high - low)))
 
 
 class _ErrorCatcher:

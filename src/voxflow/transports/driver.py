@@ -108,7 +108,7 @@ class SessionDriver:
             if isinstance(output, OpenStream):
                 serial = output.serial
                 self._streams[serial] = self._scheduler.open_stream(
-                    self._sink(serial), paced=output.paced
+                    self._sink(serial), paced=output.paced, burst_s=output.burst_s
                 )
                 self._metrics.active_contexts.inc()
             elif isinstance(output, SubmitSegment):
