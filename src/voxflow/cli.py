@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TextIO
 
 from voxflow.audio.pcm import write_wav
+from voxflow.bench.corpus import load_corpus
 from voxflow.bench.encoders import format_table as format_encoder_table
 from voxflow.bench.encoders import run_encoder_bench
 from voxflow.bench.engine import format_table, run_engine_bench, summary
-from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync
+from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync, ttfa_plot
 from voxflow.client import VoxflowConnectionError
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings, WindowPlan
@@ -146,18 +147,39 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--json", type=Path, help="also write the results as JSON here")
 
     server_bench = commands.add_parser(
-        "bench", help="TTFA, cadence, cancel and concurrency figures against a running server"
+        "bench",
+        help="TTFA, tokens, cancel and concurrency figures on a corpus of agent replies, against "
+        "a running server (and a Wyoming peer)",
     )
     server_bench.add_argument(
         "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
     )
-    server_bench.add_argument("--repeats", type=int, default=20, help="runs per TTFA case")
     server_bench.add_argument(
-        "--concurrency", type=_schedule, default=(1, 2, 4, 8), help="levels, e.g. 1,2,4,8"
+        "--peer", help="also measure a Wyoming TTS server, e.g. tcp://127.0.0.1:10200"
     )
-    server_bench.add_argument("--token-rate", type=float, default=40.0, help="LLM tokens/s")
+    server_bench.add_argument("--corpus", type=Path, help="replies file (default: bundled)")
+    server_bench.add_argument("--replies", type=int, help="only the first N replies")
+    server_bench.add_argument(
+        "--sections",
+        default="full,tokens,cancel,concurrency",
+        help="which sections to run (default %(default)s)",
+    )
+    server_bench.add_argument("--repeats", type=int, default=1, help="full-text runs per reply")
+    server_bench.add_argument(
+        "--concurrency", type=_schedule, default=(1, 4, 8, 16), help="levels, e.g. 1,4,8,16"
+    )
+    server_bench.add_argument("--rounds", type=int, default=3, help="rounds per level")
+    server_bench.add_argument(
+        "--capacity",
+        type=_schedule,
+        help="also sweep these levels upward until one underruns, e.g. 8,10,12,14,16",
+    )
+    server_bench.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
     server_bench.add_argument("--format", default="pcm_24000", help="output format to request")
     server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
+    server_bench.add_argument(
+        "--plot", type=Path, help="write an SVG of TTFA against first-sentence length here"
+    )
 
     _add_prosody_parser(commands)
 
@@ -281,33 +303,42 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
 
 
 def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
+    replies = load_corpus(args.corpus)
+    if args.replies is not None:
+        if args.replies < 1:
+            raise ValueError("--replies must be at least 1")
+        replies = replies[: args.replies]
     options = BenchOptions(
+        replies=replies,
+        sections=tuple(part.strip() for part in args.sections.split(",") if part.strip()),
         repeats=args.repeats,
         concurrency=args.concurrency,
+        rounds=args.rounds,
+        capacity=args.capacity or (),
         token_rate=args.token_rate,
         output_format=args.format,
     )
-    report = run_server_bench_sync(args.url, options, sys.stderr)
+    report = run_server_bench_sync(args.url, options, sys.stderr, peer=args.peer)
     print(format_report(report), file=out)
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    if args.plot is not None:
+        args.plot.write_text(ttfa_plot(report))
     return 0
 
 
 def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
     # The server stack is imported only when needed (see _serve).
-    from voxflow.bench.corpus import load_corpus  # noqa: PLC0415
     from voxflow.bench.levels import LevelSettings  # noqa: PLC0415
     from voxflow.bench.prosody import (  # noqa: PLC0415
         NoiseMode,
         ProsodyOptions,
-        replies_from_file,
         run_prosody_bench,
     )
     from voxflow.bench.prosody_report import format_report, report_dict  # noqa: PLC0415
     from voxflow.server.services import Services  # noqa: PLC0415
 
-    replies = load_corpus() if args.corpus is None else replies_from_file(args.corpus)
+    replies = load_corpus(args.corpus)
     if args.replies is not None:
         if args.replies < 1:
             raise ValueError("--replies must be at least 1")

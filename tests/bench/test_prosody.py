@@ -21,7 +21,6 @@ from voxflow.bench.prosody import (
     ProsodyReport,
     compare_boundary,
     find_cuts,
-    replies_from_file,
     run_prosody_bench,
 )
 from voxflow.bench.prosody_render import (
@@ -122,18 +121,6 @@ def test_split_pieces_adds_up_to_the_text() -> None:
     assert all(len(piece.strip()) <= 4 for piece in pieces)
     assert pieces[:4] == ["I", " can", " defi", "nite"]
     assert split_pieces("   ") == ["   "]
-
-
-def test_replies_from_file(tmp_path: Path) -> None:
-    path = tmp_path / "replies.tsv"
-    path.write_text("# name\tcategory\ttext\n\none\tgreeting\tHello there.\n", encoding="utf-8")
-    assert replies_from_file(path) == (Reply("one", "greeting", "Hello there."),)
-    path.write_text("one\tgreeting\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 1"):
-        replies_from_file(path)
-    path.write_text("a\tb\tc\na\tb\td\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="duplicate"):
-        replies_from_file(path)
 
 
 def test_options_are_validated() -> None:

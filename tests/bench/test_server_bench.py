@@ -1,197 +1,112 @@
-"""``voxflow bench`` against a real server with tiny options, and its pure helpers."""
+"""``voxflow bench`` against a real server (and voxflow's own Wyoming port as the peer), with
+tiny options."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
-import random
+import socket
+from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
-from voxflow.bench.progress import ProgressLine
-from voxflow.bench.server import (
-    LONG,
-    LONG_TEXT,
-    SHORT,
-    BenchOptions,
-    BenchReport,
-    Distribution,
-    format_report,
-    percentile,
-    run_server_bench,
-    token_for_char,
-    tokenize,
-)
+from tests.conftest import running_server
+from voxflow.bench.corpus import load_corpus
+from voxflow.bench.options import BenchOptions
+from voxflow.bench.report import BenchReport, format_report
+from voxflow.bench.server import run_server_bench, ttfa_plot
+from voxflow.config import ServerSettings
 
-# Long enough that a cancel after 300 ms of audio lands while synthesis still runs, short enough
-# (~14 s of audio) that the server never has to hold back and a concurrency round ends quickly.
-MEDIUM = (
-    f"{LONG} The conductor smiles, lifts her baton, and the first notes rise into the warm night "
-    "air above the square, where children stop their games to listen."
-)
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
-def bench(server_url: str) -> tuple[BenchReport, str]:
+def bench() -> Iterator[tuple[BenchReport, str]]:
+    wyoming_port = _free_port()
+    settings = ServerSettings(
+        port=_free_port(), workers=2, wyoming_uri=f"tcp://127.0.0.1:{wyoming_port}"
+    )
+    corpus = load_corpus()
+    replies = tuple(r for r in corpus if r.name in ("ack-sure", "lights", "reschedule"))
     options = BenchOptions(
-        repeats=2, concurrency=(1, 2), concurrency_rounds=1, long_text=MEDIUM, cancel_grace_ms=200
+        replies=replies,
+        concurrency=(1, 2),
+        rounds=1,
+        capacity=(1, 2),
+        cancel_repeats=2,
+        cancel_grace_ms=200,
     )
     progress = io.StringIO()
-    report = asyncio.run(run_server_bench(server_url, options, progress))
-    return report, progress.getvalue()
+    with running_server(settings) as url:
+        peer = f"tcp://127.0.0.1:{wyoming_port}"
+        report = asyncio.run(run_server_bench(url, options, progress, peer=peer))
+    yield report, progress.getvalue()
 
 
-def _distributions(report: BenchReport) -> list[Distribution]:
-    found: list[Distribution] = []
-    for r in report.full_text:
-        found += [r.client_ttfa_ms, r.server_ttfa_ms, r.rtf, r.chunk_gap_ms, r.audio_ms]
-    s, c = report.streamed, report.cancel
-    found += [s.first_segment_chars, s.after_segment_ms, s.after_first_token_ms]
-    found += [c.played_ms, c.client_latency_ms, c.server_latency_ms]
-    for level in report.concurrency:
-        found += [level.ttfa_ms, level.server_ttfa_ms, level.rtf]
-    return found
-
-
-def test_report_structure(bench: tuple[BenchReport, str]) -> None:
+def test_every_section_ran_without_errors(bench: tuple[BenchReport, str]) -> None:
     report, _ = bench
-    assert [(r.name, r.chars, r.runs, r.errors) for r in report.full_text] == [
-        ("short", len(SHORT), 2, 0),
-        ("long", len(LONG), 2, 0),
-    ]
-    assert (report.streamed.runs, report.streamed.errors) == (2, 0)
-    assert report.streamed.tokens == len(LONG.split())
-    assert (report.cancel.runs, report.cancel.errors) == (2, 0)
-    assert [(r.connections, r.contexts, r.errors) for r in report.concurrency] == [
-        (1, 1, 0),
-        (2, 2, 0),
-    ]
-    for r in report.full_text:
-        assert r.client_ttfa_ms.count == r.server_ttfa_ms.count == r.runs
-    for level in report.concurrency:
-        assert level.ttfa_ms.count == level.contexts
-        assert level.underruns >= 0 and level.underrun_ms >= 0
-        assert level.max_deadline_misses >= 0
-    assert report.wall_s > 0
+    v, p = report.voxflow, report.peer
+    assert v.full_text is not None and v.tokens is not None
+    assert [r.reply for r in v.full_text.runs] == ["reschedule", "ack-sure", "lights"]
+    assert v.full_text.errors == 0 and v.tokens.errors == 0
+    assert [level.connections for level in v.concurrency] == [1, 2]
+    assert all(level.section.errors == 0 for level in v.concurrency)
+    assert p is not None and p.full_text is not None and p.full_text.errors == 0
+    # voxflow's Wyoming port supports streaming text, so the peer's tokens section ran too.
+    assert p.streaming and p.tokens is not None and p.tokens.errors == 0
+    assert [level.connections for level in p.concurrency] == [1, 2]
 
 
-def test_latencies_are_positive_and_percentiles_ordered(bench: tuple[BenchReport, str]) -> None:
+def test_latencies_are_positive_and_ordered(bench: tuple[BenchReport, str]) -> None:
     report, _ = bench
-    for r in report.full_text:
-        assert r.client_ttfa_ms.p50 is not None and r.client_ttfa_ms.p50 > 0
-        assert r.server_ttfa_ms.p50 is not None and r.server_ttfa_ms.p50 > 0
-        assert r.rtf.p50 is not None and r.rtf.p50 > 0
-    for level in report.concurrency:
-        assert level.ttfa_ms.p50 is not None and level.ttfa_ms.p50 > 0
-    for d in _distributions(report):
-        if d.count:
-            assert d.p50 is not None and d.p95 is not None and d.p99 is not None
-            assert d.max is not None and d.mean is not None
-            assert d.p50 <= d.p95 <= d.p99 <= d.max
-
-
-def test_streamed_tokens_measure_from_the_segment_end(bench: tuple[BenchReport, str]) -> None:
-    s = bench[0].streamed
-    assert s.after_segment_ms.count == s.runs
-    assert s.first_segment_chars.p50 is not None and 0 < s.first_segment_chars.p50 <= len(LONG)
-    assert s.after_segment_ms.p50 is not None and s.after_segment_ms.p50 > 0
-    # The first token went out no later than the one completing the segment, run by run.
-    assert s.after_first_token_ms.p50 is not None
-    assert s.after_first_token_ms.p50 >= s.after_segment_ms.p50
+    assert report.voxflow.tokens is not None
+    for section in (report.voxflow.full_text, report.voxflow.tokens):
+        assert section is not None
+        d = section.ttfa_ms
+        assert d.count == len(section.runs)
+        assert d.p50 is not None and d.p95 is not None and d.max is not None
+        assert 0 < d.p50 <= d.p95 <= d.max
+    tokens = report.voxflow.tokens
+    for run in tokens.runs:
+        # The first token went out no later than the one that made the first segment certain.
+        assert run.ttfa_ms is not None and run.ready_ms is not None
+        assert run.ttfa_ms >= run.ready_ms > 0
+    worst = report.voxflow.full_text.worst() if report.voxflow.full_text else []
+    assert [w.ttfa_ms for w in worst] == sorted((w.ttfa_ms for w in worst), reverse=True)
 
 
 def test_cancel_leaves_no_audio_after_cancelled(bench: tuple[BenchReport, str]) -> None:
     c = bench[0].cancel
+    assert c is not None
     assert c.audio_after_cancelled == 0
     assert c.client_latency_ms.count + c.missed == c.runs
-    assert c.client_latency_ms.count > 0
-    assert c.client_latency_ms.p50 is not None and c.client_latency_ms.p50 > 0
 
 
-def test_report_formats_and_serialises(bench: tuple[BenchReport, str]) -> None:
+def test_capacity_sweep_reports_its_levels(bench: tuple[BenchReport, str]) -> None:
+    capacity = bench[0].capacity
+    assert capacity is not None
+    connections = [level.connections for level in capacity.levels]
+    assert connections[0] == 1 and connections == sorted(connections)
+    if capacity.first_failing is None:
+        assert capacity.largest_clean == connections[-1]
+    else:
+        assert capacity.first_failing is capacity.levels[-1]
+
+
+def test_report_formats_serialises_and_plots(bench: tuple[BenchReport, str]) -> None:
     report, progress = bench
     text = format_report(report)
-    for heading in ("1. TTFA, full text", "2. Streamed tokens", "3. Cancel", "4. Concurrency"):
+    for heading in ("1. Full text", "2. LLM tokens", "3. Cancel", "4. Concurrency", "5. Capacity"):
         assert heading in text
-    assert "short" in text and "long" in text
+    assert "voxflow / peer" in text and "worst voxflow: " in text
     data = json.loads(json.dumps(report.as_dict()))
-    assert set(data) >= {"full_text", "streamed", "cancel", "concurrency", "options", "wall_s"}
-    assert data["cancel"]["audio_after_cancelled"] == 0
-    assert len(data["concurrency"]) == 2
-    # One progress step per timed run, ending full.
-    steps = report.options.steps
-    assert "\r" in progress
-    assert f"{steps}/{steps}" in progress
-    assert progress.endswith("\n")
-
-
-# -- pure parts ----------------------------------------------------------------------------------
-
-
-def test_percentile_matches_numpy() -> None:
-    rng = random.Random(7)
-    for size in (1, 2, 5, 40):
-        values = [rng.uniform(0, 100) for _ in range(size)]
-        for q in (0, 50, 95, 99, 100):
-            assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
-    with pytest.raises(ValueError):
-        percentile([], 50)
-    with pytest.raises(ValueError):
-        percentile([1.0], 101)
-
-
-def test_distribution_of_nothing_is_empty() -> None:
-    empty = Distribution.of([])
-    assert empty.count == 0 and empty.p50 is None
-    assert Distribution.of([3.0, 1.0, 2.0]).p50 == 2.0
-    assert empty.as_dict()["p99"] is None
-
-
-@pytest.mark.parametrize("text", [LONG, SHORT, LONG_TEXT, "  leading, and  double  spaces \n"])
-def test_tokens_cover_the_text(text: str) -> None:
-    tokens = tokenize(text)
-    assert "".join(tokens) == text
-    assert all(t.strip() and " " not in t.strip() for t in tokens)
-
-
-def test_token_for_char_finds_the_carrier() -> None:
-    tokens = tokenize("The quick brown fox")  # "The ", "quick ", "brown ", "fox"
-    assert [token_for_char(tokens, c) for c in (0, 3, 4, 9, 10, 18)] == [0, 0, 1, 1, 2, 3]
-    with pytest.raises(ValueError):
-        token_for_char(tokens, 19)
-
-
-def test_options_are_validated() -> None:
-    for bad in (
-        {"repeats": 0},
-        {"token_rate": 0},
-        {"concurrency": (0,)},
-        {"concurrency_rounds": 0},
-        {"texts": ()},
-        {"long_text": "  "},
-        {"playout_buffer_ms": -1},
-    ):
-        with pytest.raises(ValueError):
-            BenchOptions(**bad)  # type: ignore[arg-type]
-    assert BenchOptions(repeats=3, concurrency=(1, 4), concurrency_rounds=2).steps == 2 * 3 + 6 + 4
-
-
-def test_progress_line_redraws_in_place() -> None:
-    out = io.StringIO()
-    line = ProgressLine(out, total=4, width=8)
-    line.advance("a long label")
-    line.advance("b")
-    frames = out.getvalue().split("\r")[1:]
-    assert frames[0].startswith("[##------]    1/4 a long label")
-    assert frames[1].startswith("[####----]    2/4 b")
-    assert len(frames[1]) == len(frames[0])  # padded over the longer label
-    line.advance("c", steps=10)
-    assert line.done == 4
-    line.finish()
-    assert out.getvalue().endswith("\n")
-    silent = ProgressLine(None, total=1)
-    silent.advance("x")
-    silent.finish()
-    assert silent.done == 1
+    assert set(data) == {"options", "voxflow", "cancel", "capacity", "peer", "wall_s"}
+    assert len(data["voxflow"]["full_text"]["per_run"]) == 3
+    svg = ttfa_plot(report)
+    assert svg.count("<circle") == 3 + 3 + 2  # a point per reply and server, a legend each
+    assert "\r" in progress and progress.endswith("\n")

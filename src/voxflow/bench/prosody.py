@@ -37,7 +37,6 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TextIO
 
 import numpy as np
@@ -355,25 +354,6 @@ def measure_reply(
 
 
 # -- the run -----------------------------------------------------------------------------------
-
-
-def replies_from_file(path: Path) -> tuple[Reply, ...]:
-    """Replies from a file in the format of the bundled ``replies.tsv``
-    (``name<TAB>category<TAB>text``; blank lines and ``#`` lines skipped). ``load_corpus``
-    reads only the bundled file; this reads any other."""
-    replies: list[Reply] = []
-    seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = [part.strip() for part in line.split("\t")]
-        if len(parts) != 3 or not all(parts):
-            raise ValueError(f"{path} line {number}: expected name<TAB>category<TAB>text")
-        if parts[0] in seen:
-            raise ValueError(f"{path} line {number}: duplicate name {parts[0]!r}")
-        seen.add(parts[0])
-        replies.append(Reply(*parts))
-    return tuple(replies)
 
 
 def _stream_all(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from voxflow.bench.prosody import CutKind, CutMeasure, Mode, ProsodyReport, ReplyResult
-from voxflow.bench.server import percentile
+from voxflow.bench.stats import percentile
 
 WORST = 5
 

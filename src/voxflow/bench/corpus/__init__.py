@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 __all__ = ["Reply", "load_corpus"]
 
@@ -21,9 +22,13 @@ class Reply:
     text: str
 
 
-def load_corpus() -> tuple[Reply, ...]:
-    """Every reply of the bundled corpus, in file order."""
-    raw = resources.files(__package__).joinpath("replies.tsv").read_text(encoding="utf-8")
+def load_corpus(path: Path | None = None) -> tuple[Reply, ...]:
+    """Every reply of the bundled corpus (or of the file at ``path``, in the same format, for a
+    held-out set), in file order. Raises ``ValueError`` for a malformed line."""
+    if path is None:
+        raw = resources.files(__package__).joinpath("replies.tsv").read_text(encoding="utf-8")
+    else:
+        raw = path.read_text(encoding="utf-8")
     replies: list[Reply] = []
     seen: set[str] = set()
     for number, line in enumerate(raw.splitlines(), start=1):
@@ -31,10 +36,12 @@ def load_corpus() -> tuple[Reply, ...]:
             continue
         parts = line.split("\t")
         if len(parts) != 3 or not all(part.strip() for part in parts):
-            raise ValueError(f"replies.tsv line {number}: expected name<TAB>category<TAB>text")
+            raise ValueError(f"corpus line {number}: expected name<TAB>category<TAB>text")
         name, category, text = (part.strip() for part in parts)
         if name in seen:
-            raise ValueError(f"replies.tsv line {number}: duplicate name {name!r}")
+            raise ValueError(f"corpus line {number}: duplicate name {name!r}")
         seen.add(name)
         replies.append(Reply(name, category, text))
+    if not replies:
+        raise ValueError("the corpus has no replies")
     return tuple(replies)
