@@ -173,8 +173,11 @@ class SessionDriver:
             deadline = self.session.next_deadline()
             self._wake.clear()
             timeout = None if deadline is None else max(0.0, deadline - self._clock())
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+            # lands as the awaited thing completes, and the task then never ends.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
             if deadline is not None and self._clock() >= deadline:
                 self.session.poll(self._clock())
                 self.dispatch()

@@ -513,7 +513,8 @@ async def serve_elevenlabs(
         close = (POLICY_VIOLATION, "client stopped reading")
     if close is not None and websocket.client_state is WebSocketState.CONNECTED:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(websocket.close(close[0], _reason(close[1])), 1.0)
+            async with asyncio.timeout(1.0):
+                await websocket.close(close[0], _reason(close[1]))
 
 
 async def _read(websocket: WebSocket, socket: ElevenLabsSocket) -> None:
@@ -537,7 +538,10 @@ async def _write(
     while True:
         reply = socket.reply(await driver.outbound.get())
         for frame in reply.frames:
-            await asyncio.wait_for(websocket.send_text(frame), timeout_s)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+            # lands as the send completes, and the writer then never ends.
+            async with asyncio.timeout(timeout_s):
+                await websocket.send_text(frame)
         if reply.close is not None:
             return reply.close
 

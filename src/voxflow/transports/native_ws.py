@@ -258,9 +258,8 @@ async def serve_native(websocket: WebSocket, services: Services) -> None:
     if stalled and websocket.client_state is WebSocketState.CONNECTED:
         log.warning("closing a client that stopped reading")
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(
-                websocket.close(WRITE_STALL_CLOSE_CODE, "client stopped reading"), 1.0
-            )
+            async with asyncio.timeout(1.0):
+                await websocket.close(WRITE_STALL_CLOSE_CODE, "client stopped reading")
 
 
 async def _read(websocket: WebSocket, driver: SessionDriver) -> None:
@@ -286,6 +285,9 @@ async def _write(
             return
         event = driver.sent(event) or event
         text, extra = encode_event(event, binary)
-        await asyncio.wait_for(websocket.send_text(text), timeout_s)
-        if extra is not None:
-            await asyncio.wait_for(websocket.send_bytes(extra), timeout_s)
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+        # lands as the send completes, and the writer then never ends.
+        async with asyncio.timeout(timeout_s):
+            await websocket.send_text(text)
+            if extra is not None:
+                await websocket.send_bytes(extra)

@@ -287,7 +287,8 @@ class _Connection:
         else:
             self._writer.close()
         try:
-            await asyncio.wait_for(self._writer.wait_closed(), 2.0)
+            async with asyncio.timeout(2.0):
+                await self._writer.wait_closed()
         except TimeoutError:
             self._writer.transport.abort()
         except OSError:
@@ -522,10 +523,10 @@ class _Connection:
             await self._send(start.event())
 
     async def _send(self, event: Event) -> None:
-        async with self._write_lock:
-            await asyncio.wait_for(
-                async_write_event(event, self._writer), self._services.settings.write_timeout_s
-            )
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+        # lands as the write completes, and the writer then never ends.
+        async with self._write_lock, asyncio.timeout(self._services.settings.write_timeout_s):
+            await async_write_event(event, self._writer)
 
 
 def _speaker_id(voice: VoiceInfo, speaker: str | None) -> int | None:
