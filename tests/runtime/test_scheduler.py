@@ -156,13 +156,17 @@ class FailingEngine:
     def voice_info(self, voice: str) -> VoiceInfo:
         return self.inner.voice_info(voice)
 
-    def prepare(self, text: str, voice: str, settings: VoiceSettings) -> Utterance:
+    def prepare(
+        self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
+    ) -> Utterance:
         if text == "explode":
             raise RuntimeError("text stage failed")
-        return self.inner.prepare(text, voice, settings)
+        return self.inner.prepare(text, voice, settings, threads)
 
-    def render(self, utterance: Utterance, start_frame: int, end_frame: int) -> FloatArray:
-        return self.inner.render(utterance, start_frame, end_frame)
+    def render(
+        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
+    ) -> FloatArray:
+        return self.inner.render(utterance, start_frame, end_frame, threads)
 
 
 def test_a_failed_segment_is_reported_and_the_stream_goes_on(engine: PiperEngine) -> None:
@@ -208,3 +212,46 @@ def test_shutdown_stops_the_worker_threads(engine: PiperEngine) -> None:
     assert threading.active_count() == before
     with pytest.raises(RuntimeError, match="shut down"):
         scheduler.open_stream(lambda event: None)
+
+
+class ThreadsEngine:
+    """The real engine; remembers the threads each job was allowed."""
+
+    def __init__(self, inner: PiperEngine) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, int | None]] = []
+
+    def voices(self) -> list[VoiceInfo]:
+        return self.inner.voices()
+
+    def voice_info(self, voice: str) -> VoiceInfo:
+        return self.inner.voice_info(voice)
+
+    def prepare(
+        self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
+    ) -> Utterance:
+        self.calls.append(("prepare", threads))
+        return self.inner.prepare(text, voice, settings, threads)
+
+    def render(
+        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
+    ) -> FloatArray:
+        self.calls.append(("render", threads))
+        return self.inner.render(utterance, start_frame, end_frame, threads)
+
+
+def test_a_lone_streams_first_audio_may_use_every_core(engine: PiperEngine) -> None:
+    wrapped = ThreadsEngine(engine)
+    scheduler = Scheduler(wrapped, SchedulerSettings(workers=2, wide_threads=2))
+    try:
+        recorder = Recorder()
+        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream.submit(_request(LONG, 0))
+        stream.close_input()
+        assert recorder.done.wait(30)
+        # The text stage and the first window are on the way to the first audio with nothing
+        # else to run; later windows are not.
+        assert wrapped.calls[:2] == [("prepare", 2), ("render", 2)]
+        assert all(threads is None for _, threads in wrapped.calls[2:])
+    finally:
+        scheduler.shutdown()

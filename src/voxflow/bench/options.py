@@ -9,7 +9,7 @@ from voxflow.bench.corpus import Reply, load_corpus
 
 __all__ = ["SECTIONS", "BenchOptions"]
 
-SECTIONS = ("full", "tokens", "cancel", "concurrency")
+SECTIONS = ("full", "tokens", "cancel", "concurrency", "memory")
 
 LONG_TEXT = (
     "Thanks for waiting while I checked your order in our system. The package left our "
@@ -76,6 +76,8 @@ class BenchOptions:
             count += self.cancel_repeats
         if self.runs("concurrency"):
             count += len(self.concurrency) * self.rounds
+        if self.runs("memory"):
+            count += 1
         return count + len(self.capacity) * self.rounds
 
     def replies_for(self, connections: int, round_: int) -> list[Reply]:

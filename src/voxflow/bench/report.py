@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from voxflow.bench.memory import HttpResult, MemoryResult
 from voxflow.bench.options import BenchOptions
 from voxflow.bench.results import CancelResult, Capacity, Level, Section
 from voxflow.bench.stats import Distribution, ratio
@@ -42,6 +43,8 @@ class BenchReport:
     capacity: Capacity | None
     peer: ServerReport | None
     wall_s: float
+    memory: MemoryResult | None = None
+    http: HttpResult | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -50,6 +53,8 @@ class BenchReport:
             "cancel": None if self.cancel is None else self.cancel.as_dict(),
             "capacity": None if self.capacity is None else self.capacity.as_dict(),
             "peer": None if self.peer is None else self.peer.as_dict(),
+            "memory": None if self.memory is None else self.memory.as_dict(),
+            "http": None if self.http is None else self.http.as_dict(),
             "wall_s": round(self.wall_s, 1),
         }
 
@@ -193,7 +198,37 @@ def format_report(report: BenchReport) -> str:
                 f"{failing.section.errors} errors, TTFA p95 {_ms(failing.section.ttfa_ms.p95)}"
             )
         )
+    if report.memory is not None:
+        lines += [
+            "",
+            "6. Memory (the server's resident size, MiB, after each request and 1 s idle)",
+        ]
+        lines += _memory(report.memory)
+    if report.http is not None:
+        h = report.http
+        lines += [
+            "",
+            f"7. HTTP (POST /v1/audio/speech, {h.chars:,} characters, pcm): wall {h.wall_s:.2f} s "
+            f"for {h.audio_s:.1f} s of audio = {h.ratio:.3f} of real time; first bytes after "
+            f"{1000 * h.first_byte_s:.0f} ms",
+        ]
     return "\n".join(lines)
+
+
+def _memory(m: MemoryResult) -> list[str]:
+    rows = [["warm baseline", f"{m.baseline_mib:.0f}", ""]]
+    rows += [[name, f"{mib:.0f}", f"{mib - m.baseline_mib:+.0f}"] for name, mib in m.after_mib]
+    rows.append(
+        [
+            f"{m.busy_streams} streams at once (peak)",
+            f"{m.busy_peak_mib:.0f}",
+            f"{m.busy_peak_mib - m.baseline_mib:+.0f} ({m.per_stream_mib:.1f} per stream)",
+        ]
+    )
+    rows.append(
+        ["after them", f"{m.after_busy_mib:.0f}", f"{m.after_busy_mib - m.baseline_mib:+.0f}"]
+    )
+    return _table(["", "RSS", "vs baseline"], rows)
 
 
 def _levels(voxflow: Sequence[Level], peer: Sequence[Level], peer_name: str) -> list[str]:

@@ -12,6 +12,7 @@ import asyncio
 import time
 from typing import TextIO
 
+from voxflow.bench.memory import run_memory_section
 from voxflow.bench.options import BenchOptions
 from voxflow.bench.peer import PeerRunner
 from voxflow.bench.plot import Series, scatter_svg
@@ -80,6 +81,11 @@ async def run_server_bench(
                     peer_levels.append(await other.level(n))
         if o.capacity:
             capacity = await _capacity(runner, o.capacity)
+        memory = http = None
+        if o.runs("memory"):
+            progress.show("memory and HTTP")
+            memory, http = await run_memory_section(ws_url, o)
+            progress.advance("memory and HTTP")
     finally:
         progress.finish()
     return BenchReport(
@@ -93,6 +99,8 @@ async def run_server_bench(
             other.uri, info.name, peer_full, peer_tokens, tuple(peer_levels), info.streaming
         ),
         wall_s=time.monotonic() - started,
+        memory=memory,
+        http=http,
     )
 
 

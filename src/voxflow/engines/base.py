@@ -108,15 +108,23 @@ class Utterance:
 
 
 class Engine(Protocol):
-    """What the scheduler needs from a synthesis engine. Both calls are thread-safe and blocking."""
+    """What the scheduler needs from a synthesis engine. Both calls are thread-safe and blocking.
+
+    ``threads`` asks for a job to use that many CPU threads (the scheduler does, when nothing
+    else runs); an engine may ignore it, and results must not depend on it.
+    """
 
     def voices(self) -> list[VoiceInfo]: ...
 
     def voice_info(self, voice: str) -> VoiceInfo: ...
 
-    def prepare(self, text: str, voice: str, settings: VoiceSettings) -> Utterance: ...
+    def prepare(
+        self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
+    ) -> Utterance: ...
 
-    def render(self, utterance: Utterance, start_frame: int, end_frame: int) -> FloatArray: ...
+    def render(
+        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
+    ) -> FloatArray: ...
 
 
 @dataclass(frozen=True)

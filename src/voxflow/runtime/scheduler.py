@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from voxflow.engines.base import Engine
 from voxflow.runtime.costs import CostModel
@@ -85,6 +85,9 @@ class SchedulerSettings:
     first_audio_s: float = 0.25
     # How far ahead of playback a lead is rendered while its takeover is not prepared yet.
     lead_hold_s: float = 0.3
+    # Threads a job on a fresh stream's way to its first audio may use when nothing else runs
+    # (the engine's ``threads``); 1: never more than one.
+    wide_threads: int = 2
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -287,6 +290,8 @@ class Scheduler:
                     continue
                 stream.versions[lane] += 1
                 job = stream.take(lane, work, now)
+                if job.playback_end is None and self._alone():
+                    job = replace(job, threads=self._settings.wide_threads)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "stream %d %s %s tag %d window %s playback_end %s at %.3f",
@@ -306,6 +311,14 @@ class Scheduler:
                     return _TRIM
                 wait = self._trim_due - now if wait is None else min(wait, self._trim_due - now)
             self._cond.wait(wait)
+
+    def _alone(self) -> bool:
+        """Whether no job runs and none waits: a job may use every core."""
+        if self._busy or self._settings.wide_threads <= 1:
+            return False
+        return not any(
+            self._valid(e[2], e[3], e[4]) and e[2].runnable(e[3]) is not None for e in self._ready
+        )
 
     def _finish(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Deliver ``events`` (and ``Drained`` when due) and requeue the stream."""
@@ -348,11 +361,13 @@ class Scheduler:
             error: Exception | None = None
             try:
                 if job.window is None:
-                    result = self._engine.prepare(request.text, request.voice, request.settings)
+                    result = self._engine.prepare(
+                        request.text, request.voice, request.settings, job.threads
+                    )
                 else:
                     utterance = job.work.utterance
                     assert utterance is not None
-                    audio = self._engine.render(utterance, *job.window)
+                    audio = self._engine.render(utterance, *job.window, job.threads)
             except Exception as failure:  # delivered to the stream's owner, never swallowed
                 log.exception("synthesis job failed for stream %d", stream.id)
                 error = failure

@@ -82,7 +82,6 @@ class Work:
     start: int = 0  # first frame to render
     end: int = 0  # one past the last frame to render (set once prepared)
     next: int = 0
-    end_cap: int | None = None  # a lead cut by a takeover decided before the lead was prepared
     splice: int = 0  # leading frames to cross-fade with the lead (takeover)
     continues: bool = False  # lead: its last window continues in the takeover
     decided: bool = False  # lead: the switch is chosen, its end is final
@@ -97,6 +96,7 @@ class Job:
     work: Work
     window: tuple[int, int] | None  # None: prepare
     playback_end: float | None  # the listener's run-out time at dispatch (None: fresh)
+    threads: int | None = None  # CPU threads the engine may use (None: its default)
 
 
 class StreamState:
@@ -176,7 +176,9 @@ class StreamState:
             if head.utterance is None:
                 return None if head.preparing else head
             return head if head.next < head.end else None
-        if len(self.works) < 2 or (head.utterance is not None and head.decided):
+        if len(self.works) < 2 or not head.started or head.decided:
+            # A takeover's text stage waits for its lead's first window: on the time to first
+            # audio the lead has the machine to itself (and may use every core for it).
             return None
         follower = self.works[1]
         takeover = follower.request.takeover
@@ -272,9 +274,6 @@ class StreamState:
         work.utterance = utterance
         work.end = utterance.num_frames
         work.start = work.next = _lead_in(utterance)
-        if work.end_cap is not None:
-            work.end = min(work.end, work.end_cap)
-            work.decided = True
         events: list[SchedulerEvent] = [Prepared(work.request.tag, utterance, compute_s)]
         if work.request.takeover is not None:
             self._decide(work)
@@ -329,14 +328,10 @@ class StreamState:
             )
             takeover_work.start = takeover_work.next = switch.start
             return
-        if lead.utterance is None:
-            # Nothing of the lead exists yet: the takeover speaks everything, from its start.
-            lead.end_cap = 0
-            return
-        # Frames of the lead rendered or being rendered (0: none yet, whatever its start frame).
+        # The takeover was prepared after the lead's first window (``runnable``), so the lead
+        # has rendered something: its frames rendered or being rendered.
+        assert lead.utterance is not None
         rendered = self.inflight_end if self.inflight_end is not None else lead.next
-        if rendered <= lead.start:
-            rendered = 0
         switch = choose_switch(lead.utterance, own, takeover.points, rendered)
         lead.end = max(switch.lead_end, lead.next)
         lead.decided = True
