@@ -20,8 +20,8 @@ Invariants:
 * ``end - start <= max_chars`` for every segment; whitespace never forms a segment.
 * Bounded first segment (adaptive strategy and auto mode, ``lead_cost=(low, high)``): the first
   segment of a turn never extends past the first word boundary whose spoken cost
-  (``voxflow.text.phrases.spoken_cost`` of the text from the segment's start) exceeds ``high``
-  when an earlier word boundary costs at least ``low``.
+  (``voxflow.text.phrases.spoken_cost`` of the text from the segment's start) exceeds ``high``,
+  and ends before it when an earlier word boundary costs at least ``low``.
 * ``feed`` costs time proportional to the new text (plus bounded lookbehind), not to the
   amount buffered.
 
@@ -50,8 +50,9 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
   - a word boundary with ``low <= c <= high`` before a word that opens a phrase (a conjunction,
     preposition or relative word, ``voxflow.text.phrases``) ends it, decided once that word
     is complete;
-  - once ``c > high``, it ends at the latest boundary with ``low <= c <= high``; with none
-    there, the ordinary rules apply (a SENTENCE at any length, an acceptable CLAUSE).
+  - once ``c > high`` (or the text settled so far already costs more, so no later boundary
+    can be inside the window), it ends at the latest boundary with ``low <= c <= high``; with
+    none there, at the first boundary past ``high``.
 
   A first segment that ends inside a sentence (anything but SENTENCE) is marked ``lead``: the
   next segment finishes the sentence, and the session renders the sentence whole beside it.
@@ -257,7 +258,23 @@ class TextBuffer:
             self._latest = boundary
         if self._scanner.settled > limit:
             return self._fallback(start)
+        if leading and self._lead_fallback is not None and self._past_window(start):
+            # No boundary still to come can lie inside the window: the choice is final now,
+            # without waiting for the end of a long word ("ZX48-9931-KQ") to confirm it.
+            chosen = self._lead_fallback
+            self._lead_passed = True
+            return self._emit(start, chosen.boundary.pos, SegmentEnd(chosen.boundary.kind))
         return None
+
+    def _past_window(self, start: int) -> bool:
+        """Whether the settled text already costs more than the lead window's top (every
+        boundary before ``settled`` has been examined, and later ones cost more)."""
+        assert self._leads is not None
+        high = self._leads[1]
+        settled = self._scanner.settled
+        if settled - start > high:
+            return True  # a character costs at least 1
+        return spoken_cost(self._scanner.text(start, settled)) > high
 
     def _lead_cut(self, start: int, boundary: Boundary, acceptable: bool) -> Segment | None:
         """Apply the first segment's cost bound at ``boundary`` (see the module docstring).
@@ -280,11 +297,11 @@ class TextBuffer:
                 return self._emit(start, previous.boundary.pos, SegmentEnd(previous.boundary.kind))
         priced = _Priced(boundary, cost)
         if cost > high:
+            # Past the window: the latest boundary inside it, or this one when there is none
+            # (a first word that costs more than the window, "For a $350,000 loan ...").
             self._lead_passed = True
-            chosen = self._lead_fallback
-            if chosen is not None:
-                return self._emit(start, chosen.boundary.pos, SegmentEnd(chosen.boundary.kind))
-            return None
+            chosen = self._lead_fallback or priced
+            return self._emit(start, chosen.boundary.pos, SegmentEnd(chosen.boundary.kind))
         if cost >= low:
             self._lead_fallback = priced
         self._lead_previous = priced
