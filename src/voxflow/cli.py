@@ -16,6 +16,7 @@ from voxflow.bench.corpus import load_corpus
 from voxflow.bench.encoders import format_table as format_encoder_table
 from voxflow.bench.encoders import run_encoder_bench
 from voxflow.bench.engine import format_table, run_engine_bench, summary
+from voxflow.bench.options import SECTIONS
 from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync, ttfa_plot
 from voxflow.client import VoxflowConnectionError
 from voxflow.config import ServerSettings
@@ -161,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     server_bench.add_argument("--replies", type=int, help="only the first N replies")
     server_bench.add_argument(
         "--sections",
-        default="full,tokens,cancel,concurrency",
+        default=",".join(SECTIONS),
         help="which sections to run (default %(default)s)",
     )
     server_bench.add_argument("--repeats", type=int, default=1, help="full-text runs per reply")

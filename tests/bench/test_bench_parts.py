@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from voxflow.bench.corpus import Reply, load_corpus
+from voxflow.bench.memory import MemoryResult, long_text
 from voxflow.bench.options import BenchOptions
 from voxflow.bench.plot import Series, scatter_svg
 from voxflow.bench.progress import ProgressLine
@@ -123,12 +124,14 @@ def test_options_are_validated_and_rotate_replies() -> None:
         {"replies": ()},
         {"sections": ("nope",)},
         {"playout_buffer_ms": -1},
+        {"long_text_chars": 0},
+        {"busy_streams": 0},
     ):
         with pytest.raises(ValueError):
             BenchOptions(**bad)  # type: ignore[arg-type]
     replies = tuple(Reply(f"r{i}", "x", f"Reply {i}.") for i in range(5))
     options = BenchOptions(replies=replies, concurrency=(1, 4), rounds=2, repeats=2)
-    assert options.steps == 5 * 2 + 5 + options.cancel_repeats + 2 * 2
+    assert options.steps == 5 * 2 + 5 + options.cancel_repeats + 2 * 2 + 1  # + memory
     assert [r.name for r in options.replies_for(3, 1)] == ["r3", "r4", "r0"]
 
 
@@ -186,3 +189,20 @@ def test_progress_line_redraws_in_place() -> None:
     assert line.done == 4
     line.finish()
     assert out.getvalue().endswith("\n")
+
+
+def test_long_text_repeats_the_corpus_up_to_a_word() -> None:
+    replies = (Reply("a", "x", "One two three."), Reply("b", "x", "Four five."))
+    text = long_text(BenchOptions(replies=replies, long_text_chars=40))
+    assert text == "One two three. Four five. One two three."  # 40 characters
+    assert long_text(BenchOptions(replies=replies, long_text_chars=36)) == (
+        "One two three. Four five. One two"  # never half a word
+    )
+    assert long_text(BenchOptions(replies=replies, long_text_chars=3)) == "One"
+
+
+def test_memory_result_per_stream_share() -> None:
+    m = MemoryResult(300.0, (("x", 310.0),), 4, 340.0, 305.0)
+    assert m.per_stream_mib == 10.0
+    assert MemoryResult(300.0, (), 4, 290.0, 300.0).per_stream_mib == 0.0
+    assert m.as_dict()["after_mib"] == {"x": 310.0}

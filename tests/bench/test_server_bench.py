@@ -40,6 +40,8 @@ def bench() -> Iterator[tuple[BenchReport, str]]:
         capacity=(1, 2),
         cancel_repeats=2,
         cancel_grace_ms=200,
+        long_text_chars=600,
+        busy_streams=2,
     )
     progress = io.StringIO()
     with running_server(settings) as url:
@@ -105,8 +107,35 @@ def test_report_formats_serialises_and_plots(bench: tuple[BenchReport, str]) -> 
         assert heading in text
     assert "voxflow / peer" in text and "worst voxflow: " in text
     data = json.loads(json.dumps(report.as_dict()))
-    assert set(data) == {"options", "voxflow", "cancel", "capacity", "peer", "wall_s"}
+    assert set(data) == {
+        "options",
+        "voxflow",
+        "cancel",
+        "capacity",
+        "peer",
+        "memory",
+        "http",
+        "wall_s",
+    }
+    assert "6. Memory" in text and "7. HTTP" in text
     assert len(data["voxflow"]["full_text"]["per_run"]) == 3
     svg = ttfa_plot(report)
     assert svg.count("<circle") == 3 + 3 + 2  # a point per reply and server, a legend each
     assert "\r" in progress and progress.endswith("\n")
+
+
+def test_memory_section_reads_the_servers_resident_size(bench: tuple[BenchReport, str]) -> None:
+    report = bench[0]
+    memory, http = report.memory, report.http
+    assert memory is not None and http is not None
+    # The model alone is tens of MiB: a baseline that small means /metrics was misread.
+    assert memory.baseline_mib > 50
+    assert [name for name, _ in memory.after_mib] == [
+        "ordinary reply",
+        "250 digits",
+        f"{http.chars:,}-character text",
+    ]
+    assert memory.busy_streams == 2 and memory.busy_peak_mib > 0
+    # The long request's audio is real speech: seconds of it, delivered faster than real time.
+    assert 550 <= http.chars <= 600
+    assert http.audio_s > 10 and 0 < http.first_byte_s < http.wall_s < http.audio_s

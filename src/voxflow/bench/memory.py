@@ -120,18 +120,19 @@ async def _settled_rss(base: str) -> float:
     return statistics.median(samples)
 
 
-def long_text(options: BenchOptions, chars: int = 10_000) -> str:
-    """Corpus replies one after the other, up to ``chars`` characters (at a word)."""
+def long_text(options: BenchOptions) -> str:
+    """Corpus replies one after the other, up to ``options.long_text_chars`` characters (at a
+    word)."""
+    chars = options.long_text_chars
     text = ""
     while len(text) < chars:
         for reply in options.replies:
             text += reply.text + " "
-    return text[:chars].rsplit(" ", 1)[0]
+    cut = text[: chars + 1]
+    return cut.rsplit(" ", 1)[0] if " " in cut.strip() else cut.strip()
 
 
-async def run_memory_section(
-    url: str, options: BenchOptions, busy_streams: int = 8
-) -> tuple[MemoryResult, HttpResult]:
+async def run_memory_section(url: str, options: BenchOptions) -> tuple[MemoryResult, HttpResult]:
     """The memory and HTTP figures of the server at ``url`` (see the module docstring)."""
     base = _http_base(url)
     ordinary = max((r.text for r in options.replies if len(r.text) <= 250), key=len)
@@ -144,8 +145,9 @@ async def run_memory_section(
         after.append((name, await _settled_rss(base)))
     http = await asyncio.to_thread(_speech, base, long_text(options))
     after.append((f"{http.chars:,}-character text", await _settled_rss(base)))
-    peak, after_busy = await _busy(url, base, options, busy_streams)
-    return MemoryResult(baseline, tuple(after), busy_streams, peak, after_busy), http
+    streams = options.busy_streams
+    peak, after_busy = await _busy(url, base, options, streams)
+    return MemoryResult(baseline, tuple(after), streams, peak, after_busy), http
 
 
 async def _busy(url: str, base: str, options: BenchOptions, streams: int) -> tuple[float, float]:

@@ -41,6 +41,8 @@ class BenchOptions:
     seed: int | None = 1  # seeded synthesis: every run renders the same audio
     run_timeout_s: float = 120.0  # a context that takes longer counts as an error
     warmup: bool = True  # one untimed context first, so model warm-up is not measured
+    long_text_chars: int = 10_000  # the memory section's long HTTP request
+    busy_streams: int = 8  # the memory section's streams at once
 
     def __post_init__(self) -> None:
         if not self.replies:
@@ -58,6 +60,8 @@ class BenchOptions:
             raise ValueError("playout_buffer_ms, cancel_after_ms and cancel_grace_ms must be >= 0")
         if self.run_timeout_s <= 0:
             raise ValueError("run_timeout_s must be > 0")
+        if self.long_text_chars < 1 or self.busy_streams < 1:
+            raise ValueError("long_text_chars and busy_streams must be >= 1")
         if not self.cancel_text.strip():
             raise ValueError("cancel_text must be non-empty")
 

@@ -21,11 +21,14 @@ __all__ = [
 MIN_MAX_CHARS = 20
 """Smallest accepted ``ChunkingConfig.max_chars``."""
 
-DEFAULT_LEAD_COST = (12, 30)
+DEFAULT_LEAD_COST = (18, 32)
 """Spoken-cost window of a first segment cut at a phrase boundary. The text stage costs a fixed
-~8 ms plus ~0.6 ms per spoken character, so 30 keeps it near 25 ms; 12 still carries most of a
-second of speech, which covers the text stage of the whole sentence rendered beside it (see
-``voxflow.text.buffer``). Streamed at 50 LLM tokens a second, 30 characters arrive in ~150 ms."""
+~8 ms plus ~0.6 ms per spoken character, so 32 keeps it near 25 ms. The low end is what the
+lead's audio must cover: the whole sentence rendered beside it (see ``voxflow.text.buffer``)
+starts its own text stage only once its text has arrived, and 18 characters (about a second and
+a half of speech) cover a first sentence of ~250 characters streamed at 50 LLM tokens a second;
+on the bench corpus a low end of 12 left 5 of 92 replies with an underrun in token mode, 18 none.
+Streamed at 50 tokens a second, 32 characters arrive in ~160 ms."""
 
 DEFAULT_LOOKAHEAD_S = 0.15
 """How long a sentence end at the end of the buffered text waits for text that could refute it
