@@ -337,7 +337,7 @@ def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
         run_prosody_bench,
     )
     from voxflow.bench.prosody_report import format_report, report_dict  # noqa: PLC0415
-    from voxflow.server.services import Services  # noqa: PLC0415
+    from voxflow.session.services import Services  # noqa: PLC0415
 
     replies = load_corpus(args.corpus)
     if args.replies is not None:
@@ -384,7 +384,16 @@ def _serve(args: argparse.Namespace) -> int:
         lexicon_path=args.lexicon_path,
     )
     logging.getLogger("voxflow").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        # On SIGTERM uvicorn stops accepting and asks WebSocket clients to close (1012); after
+        # drain_s it cancels what is left, and every connection's teardown is bounded, so the
+        # process exits even with a client that stopped reading.
+        timeout_graceful_shutdown=max(1, round(settings.drain_s)),
+    )
     return 0
 
 

@@ -31,6 +31,8 @@ class ServerSettings:
     sentence_pause_ms: float = 250.0  # silence between a sentence's end and the next one's speech
     lexicon_path: Path | None = None  # server-wide pronunciation lexicon (word<TAB>respelling)
     wyoming_uri: str | None = None  # e.g. tcp://0.0.0.0:10200 to also serve Wyoming (off)
+    # On SIGTERM: how long live connections may take to finish before they are cut off.
+    drain_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -39,6 +41,8 @@ class ServerSettings:
             raise ValueError("workers must be >= 0")
         if self.write_timeout_s <= 0:
             raise ValueError("write_timeout_s must be > 0")
+        if self.drain_s <= 0:
+            raise ValueError("drain_s must be > 0")
         if self.max_lead_s <= 0:
             raise ValueError("max_lead_s must be > 0")
         if self.idle_flush_s is not None and self.idle_flush_s <= 0:

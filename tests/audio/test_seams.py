@@ -10,10 +10,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap
+from voxflow.audio.seams import JoinKind, SeamJoiner, SeamSettings, SegmentMap
 from voxflow.engines.base import Utterance, VoiceSettings, WindowPlan
 from voxflow.engines.piper import PiperEngine
 from voxflow.say import segment_text
+from voxflow.session.context import join_kind
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, Strategy
 
 Audio = npt.NDArray[np.float32]
@@ -76,7 +77,7 @@ class Joined:
 
 
 def join(
-    segments: Sequence[tuple[SegmentEnd | None, Audio]],
+    segments: Sequence[tuple[JoinKind | None, Audio]],
     seed: int | None = None,
     settings: SeamSettings | None = None,
 ) -> Joined:
@@ -128,16 +129,15 @@ def test_speech_and_pauses_inside_a_segment_pass_unchanged() -> None:
 @pytest.mark.parametrize(
     ("boundary", "gap"),
     [
-        (SegmentEnd.SENTENCE, samples(250.0)),
-        (SegmentEnd.CLAUSE, samples(150.0)),
-        (SegmentEnd.FLUSH, samples(250.0)),
-        (SegmentEnd.WORD, WORD_GAP),
-        (SegmentEnd.CUT, WORD_GAP),
+        (JoinKind.SENTENCE, samples(250.0)),
+        (JoinKind.CLAUSE, samples(150.0)),
+        (JoinKind.FLUSH, samples(250.0)),
+        (JoinKind.WORD, WORD_GAP),
         (None, WORD_GAP),
     ],
 )
 def test_the_gap_between_two_segments_is_the_boundarys_pause(
-    boundary: SegmentEnd | None, gap: int
+    boundary: JoinKind | None, gap: int
 ) -> None:
     first, second = tone(40 * FRAME), tone(40 * FRAME, 0.2, 300.0)
     joined = join(
@@ -157,7 +157,7 @@ def test_the_gap_between_two_segments_is_the_boundarys_pause(
 
 def test_custom_pauses_are_used() -> None:
     settings = SeamSettings(sentence_pause_ms=400.0, word_pause_ms=60.0)
-    for boundary, gap in ((SegmentEnd.SENTENCE, samples(400.0)), (SegmentEnd.WORD, samples(60.0))):
+    for boundary, gap in ((JoinKind.SENTENCE, samples(400.0)), (JoinKind.WORD, samples(60.0))):
         speech = tone(20 * FRAME)
         joined = join([(None, speech), (boundary, speech)], settings=settings)
         # No silence at the segments' edges: the whole gap is inserted.
@@ -195,7 +195,7 @@ def test_a_word_join_between_two_cuts_in_speech_does_not_click() -> None:
     assert first[-1] < -0.29 and second[0] > 0.29
     own_jump = float(np.median(np.abs(np.diff(first))))
     plain = cat(first, second)
-    joined = join([(None, first), (SegmentEnd.WORD, second)]).audio
+    joined = join([(None, first), (JoinKind.WORD, second)]).audio
     assert len(joined) == len(plain)  # no silence at the edges, no pause for a word: no gap
     edge = len(first)
     assert np.abs(np.diff(plain[edge - 3 : edge + 3])).max() > 10 * own_jump
@@ -211,7 +211,7 @@ def test_hold_back_stays_within_the_limit() -> None:
         silence(100 * FRAME, 2),  # 500 ms at the end
     )
     for seed in range(5):
-        joined = join([(None, segment), (SegmentEnd.SENTENCE, segment)], seed=seed)
+        joined = join([(None, segment), (JoinKind.SENTENCE, segment)], seed=seed)
         assert 0 < joined.max_latency <= HOLD
 
 
@@ -235,7 +235,7 @@ def test_output_does_not_depend_on_window_sizes(seed: int) -> None:
         silence(20 * FRAME, 2),  # 100 ms: a trailing silence any window split can trim
     )
     tight = cat(tone(33 * FRAME), silence(7, 3))
-    stream = [(None, segment), (SegmentEnd.CLAUSE, tight), (SegmentEnd.WORD, segment)]
+    stream = [(None, segment), (JoinKind.CLAUSE, tight), (JoinKind.WORD, segment)]
     whole = join(stream)
     for max_size in (7, 500, 5000):
         rng_seed = 100 * seed + max_size
@@ -251,7 +251,7 @@ def test_output_does_not_depend_on_window_sizes(seed: int) -> None:
 def test_a_long_trailing_silence_cut_by_a_window_keeps_the_speech_timeline() -> None:
     first = cat(silence(10 * FRAME), tone(40 * FRAME), silence(80 * FRAME, 1))  # 400 ms tail
     second = cat(silence(10 * FRAME, 2), tone(40 * FRAME, 0.1))
-    whole = join([(None, first), (SegmentEnd.SENTENCE, second)])
+    whole = join([(None, first), (JoinKind.SENTENCE, second)])
     joiner = SeamJoiner(RATE)
     joiner.start_segment(None)
     # A window ending 300 ms into the trailing silence: some of it must go out before the end.
@@ -259,7 +259,7 @@ def test_a_long_trailing_silence_cut_by_a_window_keeps_the_speech_timeline() -> 
     out = [joiner.window(first[:cut], last=False)]
     assert joiner.latency_samples <= HOLD
     out.append(joiner.window(first[cut:], last=True))
-    joiner.start_segment(SegmentEnd.SENTENCE)
+    joiner.start_segment(JoinKind.SENTENCE)
     out.append(joiner.window(second, last=True))
     split = np.concatenate(out)
     # The extra silence is taken from the pause: the second segment's speech lands where it did.
@@ -275,7 +275,7 @@ def test_segment_maps_place_every_kept_sample() -> None:
         cat(tone(30 * FRAME, 0.2), silence(10 * FRAME, 2)),
         cat(silence(5, 3), tone(31 * FRAME + 3, 0.1), silence(90 * FRAME, 4)),
     ]
-    boundaries = [None, SegmentEnd.SENTENCE, SegmentEnd.WORD]
+    boundaries = [None, JoinKind.SENTENCE, JoinKind.WORD]
     joined = join(list(zip(boundaries, segments, strict=True)), seed=9)
     previous_end = 0
     for segment, segment_map in zip(segments, joined.maps, strict=True):
@@ -293,7 +293,7 @@ def test_segment_maps_place_every_kept_sample() -> None:
 def test_a_silent_segment_adds_nothing_and_passes_its_pause_on() -> None:
     speech = tone(20 * FRAME)
     joined = join(
-        [(None, speech), (SegmentEnd.SENTENCE, silence(40 * FRAME)), (SegmentEnd.WORD, speech)]
+        [(None, speech), (JoinKind.SENTENCE, silence(40 * FRAME)), (JoinKind.WORD, speech)]
     )
     assert joined.maps[1] is None
     # The sentence pause owed before the silent segment still separates the two others.
@@ -309,7 +309,7 @@ def test_flush_releases_a_cut_off_segment_and_restarts_without_a_pause() -> None
     assert len(head) + len(tail) == len(speech)
     assert len(tail) == FADE and abs(tail[-1]) < 1e-3 * abs(speech[-1])
     np.testing.assert_array_equal(head[FADE:], speech[FADE : len(head)])
-    joiner.start_segment(SegmentEnd.SENTENCE)
+    joiner.start_segment(JoinKind.SENTENCE)
     after = joiner.window(cat(silence(20 * FRAME), speech), last=True)
     # A fresh start: only the lead margin before the speech, no sentence pause.
     np.testing.assert_array_equal(after[LEAD:-FADE], speech[:-FADE])
@@ -321,7 +321,7 @@ def test_a_segment_left_open_is_ended_by_the_next_one() -> None:
     joiner.start_segment(None)
     first, second = tone(40 * FRAME), tone(30 * FRAME, 0.2)
     out = [joiner.window(first, last=False)]
-    joiner.start_segment(SegmentEnd.CLAUSE)  # the first segment failed before its last window
+    joiner.start_segment(JoinKind.CLAUSE)  # the first segment failed before its last window
     out.append(joiner.window(second, last=True))
     joined = np.concatenate(out)
     assert len(joined) == len(first) + samples(150.0) + len(second)
@@ -386,13 +386,13 @@ def join_stream(
     joiner = SeamJoiner(RATE, settings or SeamSettings())
     out: list[Audio] = []
     maps: list[SegmentMap | None] = []
-    boundary: SegmentEnd | None = None
+    boundary: JoinKind | None = None
     for item in rendered:
         joiner.start_segment(boundary)
         parts = (item.audio,) if whole else item.windows
         out.extend(joiner.window(w, i == len(parts) - 1) for i, w in enumerate(parts))
         maps.append(joiner.segment_map)
-        boundary = item.segment.boundary
+        boundary = join_kind(item.segment.boundary)
     return Joined(np.concatenate(out).astype(np.float32), tuple(maps), 0)
 
 
@@ -478,7 +478,7 @@ def test_twenty_segment_joins_have_set_pauses_and_no_clicks(
         next_start = map_after.to_output(next_onset)
         gap = joined.audio[out_end:next_start]
         assert np.all(frame_db(gap) <= SILENCE_DB)
-        pause = samples(settings.pause_ms(before.segment.boundary))
+        pause = samples(settings.pause_ms(join_kind(before.segment.boundary)))
         # The margins are shorter where the audio has less silence to keep (some segments start
         # speaking at their first sample).
         margins = min(len(before.audio), voiced_end + TAIL) - voiced_end + min(next_onset, LEAD)

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import statistics
+
+import pytest
+
 from voxflow.bench.engine import format_table, run_engine_bench, summary
 from voxflow.engines.piper import PiperEngine
 from voxflow.text.buffer import Strategy
@@ -30,7 +34,17 @@ def test_bench_runs_every_case_in_both_modes_and_summarises(engine: PiperEngine)
         "max_rtf_stream_over_no_stream",
         "median_rtf_stream_over_no_stream",
     }
-    assert goals["ttfa_long_default_over_sentence_no_stream"] > 0
+    # Each goal is the ratio of the right pair of cases (results are in the order checked above).
+    sentence_streamed, sentence_whole, adaptive_streamed, adaptive_whole = results
+    assert goals["ttfa_long_default_over_sentence_no_stream"] == pytest.approx(
+        adaptive_streamed.ttfa_ms / sentence_whole.ttfa_ms
+    )
+    rtf_ratios = [
+        sentence_streamed.rtf / sentence_whole.rtf,
+        adaptive_streamed.rtf / adaptive_whole.rtf,
+    ]
+    assert goals["max_rtf_stream_over_no_stream"] == pytest.approx(max(rtf_ratios))
+    assert goals["median_rtf_stream_over_no_stream"] == pytest.approx(statistics.median(rtf_ratios))
     table = format_table(results)
     assert table.count("\n") == 1 + len(results)
     assert "| long |" in table

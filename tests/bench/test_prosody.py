@@ -34,8 +34,8 @@ from voxflow.bench.prosody_report import format_report, report_dict, summarise
 from voxflow.cli import main
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session.events import TimestampsOut, WordTiming
+from voxflow.session.services import Services
 
 # Two short replies, long enough for the segmenter to cut them into pieces.
 TEXTS = (

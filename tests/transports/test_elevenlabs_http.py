@@ -15,7 +15,7 @@ from elevenlabs.core.api_error import ApiError
 from elevenlabs.types import GetVoicesResponse, Voice
 
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.transports.elevenlabs_http import elevenlabs_voice_fields
+from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "

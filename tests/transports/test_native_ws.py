@@ -208,7 +208,9 @@ def test_a_disconnected_clients_work_stops(server_url: str) -> None:
 
 
 def test_a_client_that_stops_reading_is_closed(server_factory: Any) -> None:
-    # No lead cap: render far ahead so that the socket buffers fill quickly.
+    # No lead cap: render far ahead, so what is rendered soon exceeds every buffer between the
+    # server and a client that reads nothing (LONG * 24 is ~200 s of audio, ~25 MB as base64
+    # PCM at 48 kHz; the kernel and the client library together hold a few MB).
     with server_factory(outbound_queue=8, write_timeout_s=0.5, max_lead_s=600.0) as url:
         sock = socket.socket()
         # A tiny receive window makes the server's sends block once a few chunks are in flight.
@@ -218,17 +220,18 @@ def test_a_client_that_stops_reading_is_closed(server_factory: Any) -> None:
         # max_queue: the client library stops reading the socket once 2 frames wait unread.
         with connect(_ws_url(url), sock=sock, max_size=None, max_queue=2) as ws:
             _send(ws, type="start", output_format="pcm_48000")
-            _send(ws, type="text", text=LONG * 8)
+            _send(ws, type="text", text=LONG * 24)
             _send(ws, type="flush")
-            time.sleep(5)
+            assert json.loads(ws.recv(timeout=30))["type"] in ("timestamps", "audio")  # open
+            # The server stops the stalled client's work: no waiting on a clock.
+            deadline = time.monotonic() + 120
+            while _metric(url, "voxflow_active_contexts") > 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _metric(url, "voxflow_active_contexts") == 0
             with pytest.raises(ConnectionClosed):
                 while True:  # drain what was buffered, then meet the close
-                    ws.recv(timeout=5)
+                    ws.recv(timeout=30)
             assert ws.close_code in (1008, 1006)
-        deadline = time.monotonic() + 10
-        while _metric(url, "voxflow_active_contexts") > 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _metric(url, "voxflow_active_contexts") == 0
 
 
 def test_threads_and_contexts_return_to_baseline_after_many_sessions(server_url: str) -> None:

@@ -16,12 +16,9 @@ from wyoming.client import AsyncTcpClient
 from wyoming.event import Event, async_read_event, async_write_event
 
 from voxflow.config import ServerSettings
-from voxflow.server.services import Services
-from voxflow.transports.wyoming_tcp import (
-    WyomingServerHandle,
-    parse_wyoming_uri,
-    start_wyoming_server,
-)
+from voxflow.session.services import Services
+from voxflow.transports.wyoming.info import parse_wyoming_uri
+from voxflow.transports.wyoming.server import WyomingServerHandle, start_wyoming_server
 
 with warnings.catch_warnings():
     # wyoming.audio imports the deprecated stdlib audioop on 3.11 (unused here).
@@ -431,3 +428,58 @@ def test_serve_starts_wyoming_beside_http_when_asked(server_factory: Any) -> Non
 
         info = asyncio.run(describe())
         assert info.tts and info.tts[0].supports_synthesize_streaming
+
+
+def test_malformed_event_lines_get_errors_and_the_connection_stays_usable(
+    services: Services,
+) -> None:
+    bad_lines = [
+        b"{nope\n",
+        b"[" * 100_000 + b"]" * 100_000 + b"\n",  # RecursionError in json
+        b'{"type": "ping", "data": {"n": ' + b"9" * 5000 + b"}}\n",  # int over 4,300 digits
+        b'{"type": "synthesize", "data": {"text": "a\\ud800"}}\n',  # lone surrogate
+        b'{"data": {}}\n',  # no type
+        b'{"type": "ping", "data": [1]}\n',
+    ]
+
+    async def body(handle: WyomingServerHandle) -> tuple[list[Event], list[Event]]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", handle.port)
+        try:
+            errors = []
+            for line in bad_lines:
+                writer.write(line)
+                await writer.drain()
+                event = await async_read_event(reader)
+                assert event is not None, f"closed after {line[:40]!r}"
+                errors.append(event)
+            await async_write_event(Synthesize(text="Still here.").event(), writer)
+            answer = [await async_read_event(reader)]
+            while answer[-1] is not None and answer[-1].type != "audio-stop":
+                answer.append(await async_read_event(reader))
+            return errors, [e for e in answer if e is not None]
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+    errors, answer = serve(services, body)
+    assert [e.type for e in errors] == ["error"] * len(bad_lines)
+    assert {Error.from_event(e).code for e in errors} == {"invalid_event"}
+    _, chunks = audio_of(answer)
+    assert seconds(chunks) > 0.3
+
+
+def test_unusable_lengths_get_an_error_then_the_connection_closes(services: Services) -> None:
+    async def body(handle: WyomingServerHandle) -> tuple[Event | None, Event | None]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", handle.port)
+        try:
+            writer.write(b'{"type": "synthesize", "data_length": -5}\n')
+            await writer.drain()
+            return await async_read_event(reader), await async_read_event(reader)
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+    error, after = serve(services, body)
+    assert error is not None and Error.from_event(error).code == "invalid_event"
+    assert "data_length" in Error.from_event(error).text
+    assert after is None  # the framing after it cannot be trusted: closed

@@ -9,8 +9,9 @@ segment:
 * drops the leading silence, keeping ``lead_keep_ms`` before the first frame of speech;
 * drops the trailing silence, keeping ``tail_keep_ms`` after the last frame of speech;
 * puts silence before each segment's speech so that the gap from the previous segment's last
-  frame of speech to this one's first is the pause of the boundary between them (sentence,
-  clause, word or flush, see ``SeamSettings``), or the kept margins where those are longer;
+  frame of speech to this one's first is the pause of the boundary between them (a ``JoinKind``:
+  sentence, clause, word or flush, see ``SeamSettings``), or the kept margins where those are
+  longer;
 * fades (raised cosine, ``fade_ms``) the first and last samples it keeps. The margins are at
   least a fade long, so a fade only ever lands on speech where the engine's audio itself starts
   or ends without silence (a waveform cut at a non-silent point).
@@ -35,7 +36,7 @@ gives, once the segment's speech has started, the ``SegmentMap`` from the segmen
 positions (those of the engine's frames: ``frame * samples_per_frame``) to positions on the
 joiner's output. The session must time words with it, not with a count of rendered samples:
 
-1. per segment, call ``start_segment(previous segment's boundary)`` before its first window
+1. per segment, call ``start_segment(previous segment's JoinKind)`` before its first window
    (None for the stream's first segment);
 2. pass every window through ``window(audio, last)`` and encode what it returns; the output
    timeline is ``output_samples`` (it replaces a count of rendered samples);
@@ -54,90 +55,20 @@ joiner's output. The session must time words with it, not with a count of render
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from voxflow.text.chunking import SegmentEnd
+from voxflow.audio.fades import crossfade, rising
+from voxflow.audio.seam_settings import JoinKind, SeamSettings
+
+# SeamSettings, JoinKind and crossfade are re-exported: the session imports them from here.
+__all__ = ["JoinKind", "SeamJoiner", "SeamSettings", "SegmentMap", "crossfade"]
 
 FloatArray = npt.NDArray[np.float32]
 
 _EMPTY: FloatArray = np.zeros(0, dtype=np.float32)
-
-
-@dataclass(frozen=True)
-class SeamSettings:
-    """How segments are joined. Durations in milliseconds, levels in dBFS.
-
-    The pauses are measured from the last frame of speech of one segment to the first frame of
-    speech of the next. Defaults: 250 ms after a sentence is about what Piper leaves between
-    sentences rendered one by one (its trailing plus leading silence), so sentence chunking sounds
-    as it did; a clause gets a shorter, still audible 150 ms (the bundled voice itself pauses
-    200-350 ms at a comma inside one utterance, but a cut at a comma is most often taken to get
-    audio out early, and a long pause there sounds like hesitation); a word cut, or a hard cut
-    inside a word, gets none, leaving only the kept margins (30 ms, the length of a short gap
-    between two words of fluent speech); a flush usually ends a reply, so it gets a sentence's
-    pause.
-
-    ``silence_db`` is low because the end of a word can be quiet: the release of a final "t" can
-    sit below -50 dBFS over 5 ms, and a -45 dBFS threshold put the end of speech up to 130 ms
-    early on the bundled voice (-60: within 15 ms); the voice's silence is near -95 dBFS.
-    """
-
-    sentence_pause_ms: float = 250.0
-    clause_pause_ms: float = 150.0
-    word_pause_ms: float = 0.0
-    flush_pause_ms: float = 250.0
-    fade_ms: float = 5.0
-    lead_keep_ms: float = 10.0
-    tail_keep_ms: float = 20.0
-    silence_db: float = -60.0
-    frame_ms: float = 5.0
-    max_hold_ms: float = 100.0
-
-    def __post_init__(self) -> None:
-        for name in (
-            "sentence_pause_ms",
-            "clause_pause_ms",
-            "word_pause_ms",
-            "flush_pause_ms",
-            "fade_ms",
-            "lead_keep_ms",
-            "tail_keep_ms",
-            "max_hold_ms",
-        ):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if not math.isfinite(self.frame_ms) or self.frame_ms <= 0:
-            raise ValueError(f"frame_ms must be a finite number > 0, got {self.frame_ms!r}")
-        if not math.isfinite(self.silence_db):
-            raise ValueError(f"silence_db must be finite, got {self.silence_db!r}")
-        # The fades must fit inside the kept margins, or they would reach into speech.
-        if self.fade_ms > min(self.lead_keep_ms, self.tail_keep_ms):
-            raise ValueError("fade_ms must not exceed lead_keep_ms or tail_keep_ms")
-        # Before speech starts the joiner holds the lead margin plus a partial frame; the hold
-        # limit must cover that too, or it would not be a limit.
-        if self.max_hold_ms < max(self.tail_keep_ms, self.lead_keep_ms + self.frame_ms):
-            raise ValueError(
-                "max_hold_ms must be at least tail_keep_ms and lead_keep_ms + frame_ms"
-            )
-
-    def pause_ms(self, boundary: SegmentEnd | None) -> float:
-        """The pause after a segment that ended at ``boundary`` (None: no pause)."""
-        match boundary:
-            case None:
-                return 0.0
-            case SegmentEnd.SENTENCE:
-                return self.sentence_pause_ms
-            case SegmentEnd.CLAUSE:
-                return self.clause_pause_ms
-            case SegmentEnd.WORD | SegmentEnd.CUT:
-                return self.word_pause_ms
-            case SegmentEnd.FLUSH:
-                return self.flush_pause_ms
 
 
 @dataclass(frozen=True)
@@ -233,9 +164,10 @@ class SeamJoiner:
         speech has started, and for a segment that was silent throughout."""
         return self._map
 
-    def start_segment(self, boundary_before: SegmentEnd | None, keep_until: int = 0) -> None:
+    def start_segment(self, boundary_before: JoinKind | None, keep_until: int = 0) -> None:
         """Begin a segment. ``boundary_before`` is how the previous segment of the stream ended
-        (its ``Segment.boundary``); None means no pause (as for the stream's first segment).
+        (the caller maps its ``Segment.boundary`` to a ``JoinKind``); None means no pause (as for
+        the stream's first segment).
         ``keep_until`` (a sample of the segment) is never trimmed away: the caller passes the end
         of the segment's last word, which can lie in silence (an unreleased final stop, as in
         "sharp"), so that every word it times ends inside the audio it sends.
@@ -401,10 +333,10 @@ class SeamJoiner:
             gain = np.ones(upto - lo, dtype=np.float64)
             fading_in = index < start + fade
             if fading_in.any():
-                gain[fading_in] *= _rising(index[fading_in] - start, fade)
+                gain[fading_in] *= rising(index[fading_in] - start, fade)
             if fade_out_end is not None:
                 fading_out = index >= fade_out_end - fade
-                gain[fading_out] *= _rising(fade_out_end - 1 - index[fading_out], fade)
+                gain[fading_out] *= rising(fade_out_end - 1 - index[fading_out], fade)
             chunk *= gain.astype(np.float32)
         self._emitted = upto
         self._output += len(chunk)
@@ -419,28 +351,6 @@ class SeamJoiner:
 
     def _samples(self, ms: float) -> int:
         return round(ms * self._rate / 1000.0)
-
-
-def crossfade(tail: FloatArray, head: FloatArray) -> FloatArray:
-    """``tail`` fading out while ``head`` fades in over their common length (raised cosine, the
-    two gains summing to one): where a takeover's audio replaces its lead's, the last samples of
-    the lead and the same stretch of the takeover are two renderings of the same sound."""
-    size = min(len(tail), len(head))
-    if size == 0:
-        return np.array(head, dtype=np.float32)
-    gain = _rising(np.arange(size, dtype=np.int64), size)
-    mixed = tail[-size:] * (1.0 - gain) + head[:size] * gain
-    return np.concatenate([mixed.astype(np.float32), head[size:]]).astype(np.float32, copy=False)
-
-
-def _rising(position: npt.NDArray[np.int64], length: int) -> npt.NDArray[np.float64]:
-    """Raised-cosine gain at ``position`` samples into a fade of ``length`` (0 < gain < 1).
-
-    Sampled at half-sample offsets so the fade is symmetric and never exactly 0 or 1 inside it.
-    """
-    phase = (position.astype(np.float64) + 0.5) / length
-    gain: npt.NDArray[np.float64] = 0.5 - 0.5 * np.cos(np.pi * phase)
-    return gain
 
 
 def _concat(parts: list[FloatArray]) -> FloatArray:

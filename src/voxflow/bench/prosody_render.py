@@ -31,7 +31,7 @@ from voxflow.audio.seams import SeamJoiner, SeamSettings, SegmentMap
 from voxflow.engines.base import Engine, Utterance, VoiceSettings
 from voxflow.runtime.jobs import Rendered, SchedulerEvent
 from voxflow.say import segment_text
-from voxflow.server.services import Services
+from voxflow.session.context import join_kind
 from voxflow.session.events import (
     AudioOut,
     ClientEvent,
@@ -42,6 +42,7 @@ from voxflow.session.events import (
 )
 from voxflow.session.local import LocalRunner
 from voxflow.session.pieces import PieceText
+from voxflow.session.services import Services
 from voxflow.session.session import Session, StartOptions
 from voxflow.session.timings import word_timings
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, Strategy
@@ -203,7 +204,7 @@ def render_reference(
         utterance = engine.prepare(normalized.text, voice, sentence_settings)
         spf = utterance.samples_per_frame
         keep_until = utterance.words[-1].end_frame * spf if utterance.words else 0
-        joiner.start_segment(previous, keep_until=keep_until)
+        joiner.start_segment(join_kind(previous), keep_until=keep_until)
         audio = (
             engine.render(utterance, 0, utterance.num_frames)
             if utterance.num_frames

@@ -3,9 +3,8 @@ deadlines of its next jobs and what their results mean.
 
 Pure bookkeeping, driven by ``Scheduler`` under its lock: nothing here blocks or runs a job.
 
-A stream has two *lanes*. The main lane works through the queue in order: prepare the head
-request, then render it window by window. The ahead lane only ever prepares a takeover whose lead
-is the head, beside the lead's windows, so that the switch can come after the lead's first words.
+A stream has two *lanes* (``voxflow.runtime.work``): the main lane prepares and renders the queue
+in order, the ahead lane prepares a takeover beside its lead's windows.
 
 Deadlines (the scheduler runs the job with the earliest one):
 
@@ -19,25 +18,18 @@ Deadlines (the scheduler runs the job with the earliest one):
 A stream waits (its *release* time is in the future) while it is more than ``max_lead_s`` ahead
 of its listener; an unpaced stream (a whole-text HTTP request) never waits for that.
 
-A lead whose takeover is not prepared yet is rendered sparingly, because whatever it has not
-rendered yet can still be spoken by the takeover with the whole sentence's prosody: in windows of
-at most twice the first window, no more than ``lead_hold_s`` ahead of the listener, and never its
-last word (spoken as if it ended the sentence: lengthened, falling, then silence) until the
-listener is about to run out (``LEAD_URGENT_S``). When the takeover is late, the lead is heard
-whole and the takeover starts at the word after it.
+A lead whose takeover is not prepared yet is rendered sparingly (``voxflow.runtime.leads`` has
+the rule and where the takeover then switches in).
 """
 
 from __future__ import annotations
 
-import enum
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 
 from voxflow.engines.base import FloatArray, Utterance
 from voxflow.runtime.costs import CostModel
-from voxflow.runtime.handover import choose_switch
 from voxflow.runtime.jobs import (
     Drained,
     Failed,
@@ -47,56 +39,22 @@ from voxflow.runtime.jobs import (
     SegmentRequest,
     Sink,
 )
+from voxflow.runtime.leads import (
+    LEAD_IN_FRAMES,
+    LEAD_URGENT_S,
+    hold_frame,
+    lead_in,
+    start_after_finished_lead,
+    switch_from_lead,
+)
 from voxflow.runtime.windows import WindowPolicy
+from voxflow.runtime.work import Job, Lane, Timing, Work
 
-__all__ = ["Job", "Lane", "StreamState", "Timing", "Work"]
+# Job, Lane, Timing, Work and LEAD_IN_FRAMES are re-exported: the scheduler and the tests import
+# them from here, where they were defined before the lead rules and the types had modules.
+__all__ = ["LEAD_IN_FRAMES", "Job", "Lane", "StreamState", "Timing", "Work"]
 
-SPLICE_FRAMES = 1  # frames cross-faded where a takeover joins its lead mid-utterance
-LEAD_URGENT_S = 0.35  # a held lead renders its last word when its listener has this much left
-# Frames rendered before an utterance's first word: the silence before it (25 to 80 ms on the
-# bundled voice) is trimmed by the seam joiner anyway, but speech can start up to two frames
-# before the word's first frame (a stress mark, a breath).
-LEAD_IN_FRAMES = 3
 TAIL_FRAMES = 2  # of the silence after an utterance's last word, what the seam joiner keeps
-
-
-class Lane(enum.Enum):
-    MAIN = "main"
-    AHEAD = "ahead"
-
-
-@dataclass(frozen=True)
-class Timing:
-    """When a lane's next job may start (``release``) and should start (``deadline``)."""
-
-    release: float
-    deadline: float
-
-
-@dataclass(eq=False)
-class Work:
-    """One submitted request and how far it has come."""
-
-    request: SegmentRequest
-    utterance: Utterance | None = None
-    start: int = 0  # first frame to render
-    end: int = 0  # one past the last frame to render (set once prepared)
-    next: int = 0
-    splice: int = 0  # leading frames to cross-fade with the lead (takeover)
-    continues: bool = False  # lead: its last window continues in the takeover
-    decided: bool = False  # lead: the switch is chosen, its end is final
-    started: bool = False  # its first window was delivered
-    ended: bool = False  # its last window was delivered
-    preparing: bool = False
-
-
-@dataclass(frozen=True)
-class Job:
-    lane: Lane
-    work: Work
-    window: tuple[int, int] | None  # None: prepare
-    playback_end: float | None  # the listener's run-out time at dispatch (None: fresh)
-    threads: int | None = None  # CPU threads the engine may use (None: its default)
 
 
 class StreamState:
@@ -253,15 +211,7 @@ class StreamState:
         )
 
     def _hold_frame(self, work: Work) -> int:
-        """Where a held lead stops: one frame before its last word, so that the takeover may
-        still switch in there (the switch needs one more frame of the lead to cross-fade). A
-        lead too short to hold anything back is not held."""
-        utterance = work.utterance
-        assert utterance is not None
-        if len(utterance.words) < 2:
-            return work.end
-        hold = utterance.words[-1].start_frame - SPLICE_FRAMES
-        return hold if hold >= self._policy.first_frames else work.end
+        return hold_frame(work, self._policy.first_frames)
 
     # -- results ------------------------------------------------------------------------------
 
@@ -273,7 +223,7 @@ class StreamState:
             return []
         work.utterance = utterance
         work.end = utterance.num_frames
-        work.start = work.next = _lead_in(utterance)
+        work.start = work.next = lead_in(utterance)
         events: list[SchedulerEvent] = [Prepared(work.request.tag, utterance, compute_s)]
         if work.request.takeover is not None:
             self._decide(work)
@@ -313,35 +263,15 @@ class StreamState:
         """Choose where ``takeover_work`` (prepared) takes over from its lead."""
         takeover = takeover_work.request.takeover
         assert takeover is not None and takeover_work.utterance is not None
-        own = takeover_work.utterance
         lead = self.works[0] if self.works[0] is not takeover_work else None
-        if lead is not None and lead.request.tag != takeover.lead_tag:
-            lead = None
-        if lead is None:
-            finished = self.finished_lead
-            self.finished_lead = None
-            if finished is None or finished.request.tag != takeover.lead_tag:
-                return  # the lead failed or is gone: the takeover speaks from its start
-            assert finished.utterance is not None
-            switch = choose_switch(
-                finished.utterance, own, takeover.points, finished.utterance.num_frames
-            )
-            takeover_work.start = takeover_work.next = switch.start
+        if lead is None or lead.request.tag != takeover.lead_tag:
+            finished, self.finished_lead = self.finished_lead, None
+            start_after_finished_lead(takeover_work, finished)
             return
         # The takeover was prepared after the lead's first window (``runnable``), so the lead
         # has rendered something: its frames rendered or being rendered.
-        assert lead.utterance is not None
         rendered = self.inflight_end if self.inflight_end is not None else lead.next
-        switch = choose_switch(lead.utterance, own, takeover.points, rendered)
-        lead.end = max(switch.lead_end, lead.next)
-        lead.decided = True
-        splice = 0
-        if 0 < switch.lead_end < lead.utterance.num_frames and switch.start >= SPLICE_FRAMES:
-            splice = SPLICE_FRAMES
-        lead.continues = splice > 0
-        takeover_work.splice = splice
-        start = _lead_in(own) if switch.start == 0 else switch.start - splice
-        takeover_work.start = takeover_work.next = start
+        switch_from_lead(lead, takeover_work, rendered)
 
     def _finish_if_done(self) -> list[SchedulerEvent]:
         """Pop finished works at the head; a work cut where it already was ends with an empty
@@ -420,13 +350,6 @@ class StreamState:
     def _out_of_audio(self, now: float) -> bool:
         end = self.playback_end()
         return end is None or end <= now
-
-
-def _lead_in(utterance: Utterance) -> int:
-    """Where rendering an utterance from its start begins: just before its first word."""
-    if not utterance.words:
-        return 0
-    return max(0, utterance.words[0].start_frame - LEAD_IN_FRAMES)
 
 
 _EMPTY: FloatArray = np.zeros(0, dtype=np.float32)

@@ -15,12 +15,12 @@ from fastapi.staticfiles import StaticFiles
 
 from voxflow import __version__
 from voxflow.config import ServerSettings
-from voxflow.server.services import Services
-from voxflow.transports import openai_http
-from voxflow.transports.elevenlabs_http import elevenlabs_voice_fields
-from voxflow.transports.elevenlabs_ws import mount_elevenlabs
-from voxflow.transports.native_ws import serve_native
-from voxflow.transports.wyoming_tcp import start_wyoming_server
+from voxflow.session.services import Services
+from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
+from voxflow.transports.elevenlabs.routes import mount_elevenlabs
+from voxflow.transports.native.websocket import serve_native
+from voxflow.transports.openai import http as openai_http
+from voxflow.transports.wyoming.server import start_wyoming_server
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def stream(websocket: WebSocket) -> None:
         await serve_native(websocket, _services(websocket))
 
-    # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs_ws.py).
+    # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs/).
     mount_elevenlabs(app)
 
     return app

@@ -21,7 +21,7 @@ import numpy as np
 
 from voxflow.audio.encoders import StreamEncoder
 from voxflow.audio.formats import OutputFormat
-from voxflow.audio.seams import SeamJoiner, SeamSettings, crossfade
+from voxflow.audio.seams import JoinKind, SeamJoiner, SeamSettings, crossfade
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
@@ -37,6 +37,22 @@ of MiB (its memory grows with the square of its input)."""
 FIRST_PIECE_CHARS = 80
 """The first piece of a turn's first segment, when that segment must be cut into pieces at all
 (a long run of digits, a giant token): its text stage is what the listener waits for."""
+
+
+# The seam joiner's pause for each way a segment can end: the audio layer has its own type, since
+# it must not import text; a hard cut inside a word is joined like a word cut (no pause).
+_JOIN_KINDS = {
+    SegmentEnd.CUT: JoinKind.WORD,
+    SegmentEnd.WORD: JoinKind.WORD,
+    SegmentEnd.CLAUSE: JoinKind.CLAUSE,
+    SegmentEnd.SENTENCE: JoinKind.SENTENCE,
+    SegmentEnd.FLUSH: JoinKind.FLUSH,
+}
+
+
+def join_kind(boundary: SegmentEnd | None) -> JoinKind | None:
+    """How the seam joiner joins onto a segment that ended at ``boundary`` (None: no pause)."""
+    return None if boundary is None else _JOIN_KINDS[boundary]
 
 
 @dataclass(frozen=True)
@@ -238,7 +254,7 @@ class Context:
             )
         piece.sample_offset = -event.start_frame * spf
         self.joiner.start_segment(
-            self._previous_boundary, keep_until=self._last_word_end(piece, spf)
+            join_kind(self._previous_boundary), keep_until=self._last_word_end(piece, spf)
         )
         return audio
 

@@ -14,13 +14,19 @@ Guarantees the transports rely on:
 * bad input (unknown context, voice or format, text too long, text after ``end``) produces an
   ``ErrorOut`` and changes nothing else;
 * a context id is free for reuse as soon as its ``DoneOut`` or ``CancelledOut`` is output.
+
+Every call ends by calling ``on_output`` (when set): the driver sets it to carry the outputs out
+at once, so a caller never pairs a session call with a dispatch by hand. Tests leave it unset and
+take the outputs with ``drain()``.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
 from voxflow.audio.seams import SeamSettings
@@ -93,6 +99,25 @@ class SessionError(Exception):
 
 VoiceLookup = Callable[[str], VoiceInfo]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _notifies(
+    method: Callable[Concatenate[Session, _P], _R],
+) -> Callable[Concatenate[Session, _P], _R]:
+    """Call ``on_output`` after ``method``, however it ends."""
+
+    @functools.wraps(method)
+    def call(self: Session, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if self.on_output is not None:
+                self.on_output()
+
+    return cast("Callable[Concatenate[Session, _P], _R]", call)
+
 
 class Session:
     def __init__(self, config: SessionConfig, voices: VoiceLookup) -> None:
@@ -103,9 +128,11 @@ class Session:
         self._serials = itertools.count(1)
         self._outputs: list[Output] = []
         self.closed = False
+        self.on_output: Callable[[], None] | None = None
 
     # -- client calls ------------------------------------------------------------------------------
 
+    @_notifies
     def start(self, context_id: str | None, options: StartOptions, now: float) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
@@ -113,6 +140,7 @@ class Session:
                 raise SessionError("context_exists", f"context {cid!r} is already open")
             self._open(cid, options, now)
 
+    @_notifies
     def text(self, context_id: str | None, text: str, now: float) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
@@ -134,6 +162,7 @@ class Session:
                 )
             self._submit(context, context.add_text(text, now))
 
+    @_notifies
     def flush(self, context_id: str | None, now: float) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
@@ -141,6 +170,7 @@ class Session:
             if context.state is ContextState.OPEN:
                 self._submit(context, context.flush())
 
+    @_notifies
     def end(self, context_id: str | None, now: float) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
@@ -151,6 +181,7 @@ class Session:
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
 
+    @_notifies
     def cancel(
         self, context_id: str | None, played_ms: float | None, now: float, received_at: float
     ) -> None:
@@ -172,14 +203,17 @@ class Session:
                 )
             )
 
+    @_notifies
     def error(self, context_id: str | None, code: str, message: str) -> None:
         """Report a transport-level problem (malformed JSON, unknown type) in order."""
         self._outputs.append(ErrorOut(context_id, code, message))
 
+    @_notifies
     def request_close(self, reason: str) -> None:
         """Ask the transport to close the connection after the events output so far."""
         self._outputs.append(CloseOut(reason))
 
+    @_notifies
     def close(self) -> None:
         """The client is gone: stop every context's work."""
         for context in list(self._contexts.values()):
@@ -189,6 +223,7 @@ class Session:
 
     # -- runtime calls -----------------------------------------------------------------------------
 
+    @_notifies
     def synthesis_event(self, serial: int, event: SchedulerEvent, now: float) -> None:
         context = self._by_serial.get(serial)
         if context is None:
@@ -209,6 +244,7 @@ class Session:
                 self._outputs.append(last)
             self._outputs.append(DoneOut(context.id, context.metrics()))
 
+    @_notifies
     def poll(self, now: float) -> None:
         """Idle flush for contexts whose text has waited long enough."""
         for context in list(self._contexts.values()):

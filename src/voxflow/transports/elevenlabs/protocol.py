@@ -1,8 +1,8 @@
-"""ElevenLabs-compatible WebSocket text-to-speech, for clients written against ElevenLabs.
+"""The ElevenLabs-compatible WebSocket protocol, without I/O (``routes`` runs it).
 
 ``WS /v1/text-to-speech/{voice_id}/stream-input`` carries one context and
 ``WS /v1/text-to-speech/{voice_id}/multi-stream-input`` up to five (ElevenLabs' limit), each a
-session context on the connection's ``SessionDriver``. This module only translates: text
+session context on the connection's session. This module only translates: text
 buffering, segmenting, scheduling and cancellation are the session core's.
 
 Client messages (JSON text frames):
@@ -36,21 +36,12 @@ message and no audio for ``inactivity_timeout`` seconds (20 by default, at most 
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
-import json
-import logging
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
-
-from voxflow.server.services import Services
 from voxflow.session.alignment import CharAligner, ChunkAlignment
 from voxflow.session.events import (
     AudioOut,
@@ -61,13 +52,13 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.session import StartOptions
+from voxflow.session.runner import Close, Reply
+from voxflow.session.services import Services
+from voxflow.session.session import Session, SessionError, StartOptions
 from voxflow.text.normalize import NormalizationMode
-from voxflow.transports import elevenlabs_http
-from voxflow.transports.driver import SessionDriver
-from voxflow.transports.elevenlabs_http import ElevenLabsError, SpeechBody, ws_alignment
-
-log = logging.getLogger(__name__)
+from voxflow.transports.elevenlabs import http as elevenlabs_http
+from voxflow.transports.elevenlabs.http import ElevenLabsError, ws_alignment
+from voxflow.transports.wire import decode_object, dump
 
 ELEVENLABS_MAX_CONTEXTS = 5
 DEFAULT_INACTIVITY_S = 20
@@ -79,7 +70,6 @@ INTERNAL_ERROR = 1011
 TRY_AGAIN_LATER = 1013
 STREAM_CONTEXT = "stream"  # the one context of stream-input (never shown to the client)
 DEFAULT_CONTEXT = "default"  # multi-stream messages without a context_id
-_MAX_REASON_BYTES = 123  # the WebSocket limit on a close reason
 
 
 @dataclass(frozen=True)
@@ -155,28 +145,25 @@ class _Context:
     closing: bool = False  # close_context or end of input: finishing its audio
 
 
-@dataclass(frozen=True)
-class Reply:
-    """Frames to send for one session event, and the close to do after them, if any."""
+class ElevenLabsProtocol:
+    """Protocol state of one connection, without I/O: ``receive`` applies a client frame to the
+    session; ``reply`` turns a session event into frames (see
+    ``voxflow.session.runner.WireProtocol``)."""
 
-    frames: list[str]
-    close: tuple[int, str] | None = None
-
-
-class ElevenLabsSocket:
-    """Protocol state of one connection, without I/O: ``receive`` applies a client message to the
-    session; ``reply`` turns a session event into frames."""
+    stall_close = Close(POLICY_VIOLATION, "client stopped reading")
+    failure_close = Close(INTERNAL_ERROR, "internal error")
 
     def __init__(
         self,
-        driver: SessionDriver,
+        session: Session,
+        clock: Callable[[], float],
         services: Services,
         voice_id: str,
         query: Mapping[str, str],
         multi: bool,
     ) -> None:
-        self._driver = driver
-        self._session = driver.session
+        self._clock = clock
+        self._session = session
         self._multi = multi
         self._max_contexts = driver_contexts(services, multi)
         self._max_chars = services.session_config().chunking.max_chars
@@ -188,13 +175,12 @@ class ElevenLabsSocket:
         self._ending = False  # end of input or close_socket: nothing more is read
         self._closing_socket = False
         self._failed = False
-        self.last_activity = driver.now()
+        self.last_activity = clock()
         self.options: ConnectionOptions | None = None
         try:
             self.options = parse_connection(services, voice_id, query)
         except ElevenLabsError as error:
             self._fail(error)
-            driver.dispatch()
 
     @property
     def inactivity_timeout_s(self) -> float:
@@ -202,31 +188,29 @@ class ElevenLabsSocket:
 
     # -- client messages -------------------------------------------------------------------------
 
-    def receive(self, raw: str) -> None:
-        self.last_activity = self._driver.now()
+    def receive(self, frame: str | bytes) -> None:
+        self.last_activity = self._clock()
         if self._failed:
             return
         try:
+            if isinstance(frame, bytes):
+                raise ElevenLabsError("invalid_message", "binary frames are not accepted")
             try:
-                message = json.loads(raw)
-            except json.JSONDecodeError as error:
-                raise ElevenLabsError(
-                    "invalid_json", f"message is not valid JSON: {error}"
-                ) from None
-            if not isinstance(message, dict):
-                raise ElevenLabsError("invalid_message", "message must be a JSON object")
+                message = decode_object(frame)
+            except SessionError as error:
+                raise ElevenLabsError(error.code, error.message) from None
             self._apply(message)
         except ElevenLabsError as error:
             self._fail(error)
-        self._driver.dispatch()
 
-    def receive_binary(self) -> None:
-        self.last_activity = self._driver.now()
-        if not self._failed:
-            self._fail(ElevenLabsError("invalid_message", "binary frames are not accepted"))
-            self._driver.dispatch()
+    def peer_gone(self) -> bool:
+        return True
 
-    def timed_out(self) -> None:
+    def deadline(self) -> float | None:
+        """No message and no audio for the inactivity timeout closes the connection."""
+        return None if self._failed else self.last_activity + self.inactivity_timeout_s
+
+    def expire(self) -> None:
         """No message and no audio for the inactivity timeout."""
         if self._failed:
             return
@@ -239,7 +223,6 @@ class ElevenLabsSocket:
                 'timely manner, or to send the end of input text (empty string "") when done.',
             )
         )
-        self._driver.dispatch()
 
     def _fail(self, error: ElevenLabsError) -> None:
         # In order behind the events already queued; the writer closes the socket on it.
@@ -247,7 +230,7 @@ class ElevenLabsSocket:
         self._session.error(None, error.status, error.message)
 
     def _apply(self, message: dict[str, Any]) -> None:
-        now = self._driver.now()
+        now = self._clock()
         if self._multi and message.get("close_socket") is True:
             self._close_socket(now)
             return
@@ -374,14 +357,14 @@ class ElevenLabsSocket:
 
     # -- session events --------------------------------------------------------------------------
 
-    def reply(self, event: ClientEvent) -> Reply:
+    def reply(self, event: ClientEvent) -> Reply[str]:
         if isinstance(event, TimestampsOut):
             context = self._current(event.context_id)
             if context is not None:
                 context.aligner.add(event, context.text)
-            return Reply([])
+            return Reply()
         if isinstance(event, AudioOut):
-            self.last_activity = self._driver.now()
+            self.last_activity = self._clock()
             context = self._current(event.context_id)
             alignment = (
                 ChunkAlignment(event.offset_ms, ())
@@ -399,7 +382,7 @@ class ElevenLabsSocket:
         queue = self._in_flight.get(cid)
         return queue[0] if queue else None
 
-    def _final(self, event: DoneOut | CancelledOut) -> Reply:
+    def _final(self, event: DoneOut | CancelledOut) -> Reply[str]:
         cid = event.context_id
         frames = []
         queue = self._in_flight.get(cid)
@@ -418,25 +401,25 @@ class ElevenLabsSocket:
         body: dict[str, Any] = {"isFinal": True}
         if self._multi:
             body["contextId"] = cid
-        frames.append(_dump(body))
+        frames.append(dump(body))
         done = not self._multi or (self._closing_socket and not self._in_flight)
-        return Reply(frames, (NORMAL_CLOSURE, "") if done else None)
+        return Reply(frames, Close(NORMAL_CLOSURE) if done else None)
 
-    def _close(self) -> Reply:
+    def _close(self) -> Reply[str]:
         if self._in_flight:
-            return Reply([])  # the last isFinal closes the socket
+            return Reply()  # the last isFinal closes the socket
         # stream-input ended before any text: its (empty) generation is final all the same.
-        frames = [] if self._multi else [_dump({"isFinal": True})]
-        return Reply(frames, (NORMAL_CLOSURE, ""))
+        frames = [] if self._multi else [dump({"isFinal": True})]
+        return Reply(frames, Close(NORMAL_CLOSURE))
 
-    def _error(self, event: ErrorOut) -> Reply:
+    def _error(self, event: ErrorOut) -> Reply[str]:
         if event.code == "synthesis_failed":
             # One segment is missing from the audio; the context goes on.
             return Reply([_error_frame(event.code, event.message, INTERNAL_ERROR)])
         self._failed = True
         return Reply(
             [_error_frame(event.code, event.message, POLICY_VIOLATION)],
-            (POLICY_VIOLATION, event.message),
+            Close(POLICY_VIOLATION, event.message),
         )
 
     def _audio(self, cid: str, data: bytes, alignment: ChunkAlignment) -> str:
@@ -450,7 +433,7 @@ class ElevenLabsSocket:
         }
         if self._multi:
             body["contextId"] = cid
-        return _dump(body)
+        return dump(body)
 
 
 def driver_contexts(services: Services, multi: bool) -> int:
@@ -460,188 +443,5 @@ def driver_contexts(services: Services, multi: bool) -> int:
     return min(ELEVENLABS_MAX_CONTEXTS, services.settings.max_contexts_per_connection)
 
 
-def _dump(body: dict[str, Any]) -> str:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-
-
 def _error_frame(error: str, message: str, code: int) -> str:
-    return _dump({"message": message, "error": error, "code": code})
-
-
-def _reason(text: str) -> str:
-    encoded = text.encode()[:_MAX_REASON_BYTES]
-    return encoded.decode(errors="ignore")
-
-
-# -- I/O ------------------------------------------------------------------------------------------
-
-
-async def serve_elevenlabs(
-    websocket: WebSocket, services: Services, voice_id: str, multi: bool
-) -> None:
-    await websocket.accept()
-    config = replace(services.session_config(), max_contexts=driver_contexts(services, multi))
-    driver = services.new_driver(config)
-    socket = ElevenLabsSocket(driver, services, voice_id, websocket.query_params, multi)
-    writer = asyncio.create_task(
-        _write(websocket, driver, socket, services.settings.write_timeout_s),
-        name="voxflow-el-write",
-    )
-    tasks = {
-        asyncio.create_task(_read(websocket, socket), name="voxflow-el-read"),
-        writer,
-        asyncio.create_task(driver.stalled.wait(), name="voxflow-el-stall"),
-    }
-    watchdog = asyncio.create_task(_watch(driver, socket), name="voxflow-el-watchdog")
-    close: tuple[int, str] | None = None
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        if writer.done() and not writer.cancelled():
-            if isinstance(writer.exception(), TimeoutError):
-                driver.stalled.set()
-            elif writer.exception() is None:
-                close = writer.result()
-    finally:
-        for task in (*tasks, watchdog):
-            task.cancel()
-        for task in (*tasks, watchdog):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await driver.close()
-    if driver.stalled.is_set():
-        log.warning("closing an ElevenLabs client that stopped reading")
-        close = (POLICY_VIOLATION, "client stopped reading")
-    if close is not None and websocket.client_state is WebSocketState.CONNECTED:
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(1.0):
-                await websocket.close(close[0], _reason(close[1]))
-
-
-async def _read(websocket: WebSocket, socket: ElevenLabsSocket) -> None:
-    while True:
-        try:
-            message = await websocket.receive()
-        except WebSocketDisconnect:
-            return
-        if message["type"] == "websocket.disconnect":
-            return
-        if message.get("text") is not None:
-            socket.receive(message["text"])
-        else:
-            socket.receive_binary()
-
-
-async def _write(
-    websocket: WebSocket, driver: SessionDriver, socket: ElevenLabsSocket, timeout_s: float
-) -> tuple[int, str]:
-    """Send events until one calls for closing the socket; returns that close."""
-    while True:
-        reply = socket.reply(await driver.outbound.get())
-        for frame in reply.frames:
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
-            # lands as the send completes, and the writer then never ends.
-            async with asyncio.timeout(timeout_s):
-                await websocket.send_text(frame)
-        if reply.close is not None:
-            return reply.close
-
-
-async def _watch(driver: SessionDriver, socket: ElevenLabsSocket) -> None:
-    """Close a connection that has been idle for the inactivity timeout, as ElevenLabs does."""
-    while True:
-        idle = driver.now() - socket.last_activity
-        remaining = socket.inactivity_timeout_s - idle
-        if remaining <= 0:
-            socket.timed_out()
-            return
-        await asyncio.sleep(remaining)
-
-
-# -- routes ---------------------------------------------------------------------------------------
-
-
-def mount_elevenlabs(app: FastAPI) -> None:
-    """Add the ElevenLabs-compatible endpoints to ``app`` (its lifespan sets
-    ``app.state.services``). ``GET /v1/voices`` stays the app's own; see
-    ``elevenlabs_http.elevenlabs_voice_fields``."""
-
-    def services_of(request: Request) -> Services | None:
-        return getattr(request.app.state, "services", None)
-
-    def starting() -> Response:
-        return ElevenLabsError(
-            "service_unavailable", "the server is still starting", 503
-        ).response()
-
-    async def speech(
-        request: Request,
-        voice_id: str,
-        body: SpeechBody,
-        output_format: str | None,
-        stream: bool,
-        timestamps: bool,
-    ) -> Response:
-        services = services_of(request)
-        if services is None:
-            return starting()
-        return await elevenlabs_http.text_to_speech(
-            services, voice_id, body, output_format, stream, timestamps
-        )
-
-    @app.post("/v1/text-to-speech/{voice_id}")
-    async def convert(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
-    ) -> Response:
-        return await speech(request, voice_id, body, output_format, False, False)
-
-    @app.post("/v1/text-to-speech/{voice_id}/stream")
-    async def stream(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
-    ) -> Response:
-        return await speech(request, voice_id, body, output_format, True, False)
-
-    @app.post("/v1/text-to-speech/{voice_id}/with-timestamps")
-    async def convert_with_timestamps(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
-    ) -> Response:
-        return await speech(request, voice_id, body, output_format, False, True)
-
-    @app.post("/v1/text-to-speech/{voice_id}/stream/with-timestamps")
-    async def stream_with_timestamps(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
-    ) -> Response:
-        return await speech(request, voice_id, body, output_format, True, True)
-
-    @app.get("/v2/voices")
-    async def voices_v2(
-        request: Request,
-        search: str | None = None,
-        page_size: int = 10,
-        next_page_token: str | None = None,
-    ) -> Response:
-        services = services_of(request)
-        if services is None:
-            return starting()
-        return elevenlabs_http.voices_v2(services, search, page_size, next_page_token)
-
-    @app.get("/v1/voices/{voice_id}")
-    async def voice(voice_id: str, request: Request) -> Response:
-        services = services_of(request)
-        if services is None:
-            return starting()
-        return elevenlabs_http.voice(services, voice_id)
-
-    async def serve(websocket: WebSocket, voice_id: str, multi: bool) -> None:
-        services: Services | None = getattr(websocket.app.state, "services", None)
-        if services is None:
-            await websocket.close(TRY_AGAIN_LATER, "the server is still starting")
-            return
-        await serve_elevenlabs(websocket, services, voice_id, multi)
-
-    @app.websocket("/v1/text-to-speech/{voice_id}/stream-input")
-    async def stream_input(websocket: WebSocket, voice_id: str) -> None:
-        await serve(websocket, voice_id, False)
-
-    @app.websocket("/v1/text-to-speech/{voice_id}/multi-stream-input")
-    async def multi_stream_input(websocket: WebSocket, voice_id: str) -> None:
-        await serve(websocket, voice_id, True)
+    return dump({"message": message, "error": error, "code": code})

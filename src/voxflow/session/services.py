@@ -9,12 +9,13 @@ from voxflow.config import ServerSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
-from voxflow.server.metrics import ServerMetrics
+from voxflow.session.driver import SessionDriver
+from voxflow.session.metrics import ServerMetrics
+from voxflow.session.runner import RunnerSettings
 from voxflow.session.session import Session, SessionConfig
 from voxflow.text.buffer import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize import Normalizer
-from voxflow.transports.driver import SessionDriver
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ class Services:
         return SessionDriver(
             session, self.scheduler, self.metrics, queue_size=self.settings.outbound_queue
         )
+
+    def runner_settings(self) -> RunnerSettings:
+        return RunnerSettings(write_timeout_s=self.settings.write_timeout_s)
 
     def shutdown(self) -> None:
         self.scheduler.shutdown()

@@ -21,10 +21,10 @@ from pydantic import BaseModel, Field
 
 from voxflow.audio.formats import UnsupportedFormatError, openai_output_format
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
-from voxflow.server.services import Services
+from voxflow.session.driver import SessionDriver, request_events
 from voxflow.session.events import AudioOut
+from voxflow.session.services import Services
 from voxflow.session.session import StartOptions
-from voxflow.transports.driver import SessionDriver, request_events
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
@@ -105,7 +105,6 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
     )
     driver.session.text(_CONTEXT, request.input, now)
     driver.session.end(_CONTEXT, now)
-    driver.dispatch()
 
     if request.stream_format == "sse":
         body = _sse(driver, request.input)

@@ -10,6 +10,9 @@ Every transport connection owns one driver. The driver
   the client is not reading, and the driver marks itself ``stalled`` so the transport can close it;
 * runs the idle-flush timer.
 
+The session calls ``dispatch`` itself after every call (``Session.on_output``), so protocols
+call the session and nothing else.
+
 It never runs inference and never blocks the loop.
 """
 
@@ -25,7 +28,6 @@ from dataclasses import replace
 
 from voxflow.runtime.jobs import Drained, SchedulerEvent
 from voxflow.runtime.scheduler import Scheduler, StreamHandle
-from voxflow.server.metrics import ServerMetrics
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -38,6 +40,7 @@ from voxflow.session.events import (
     SubmitSegment,
     TimestampsOut,
 )
+from voxflow.session.metrics import ServerMetrics
 from voxflow.session.session import Session
 
 log = logging.getLogger(__name__)
@@ -98,6 +101,7 @@ class SessionDriver:
         self._wake = asyncio.Event()
         self._timer = asyncio.create_task(self._idle_flush_loop(), name="voxflow-idle-flush")
         self._closed = False
+        session.on_output = self.dispatch
 
     def now(self) -> float:
         return self._clock()
@@ -166,7 +170,6 @@ class SessionDriver:
             # The scheduler forgot the stream when it drained; so do we.
             self._metrics.active_contexts.dec()
         self.session.synthesis_event(serial, event, self._clock())
-        self.dispatch()
 
     async def _idle_flush_loop(self) -> None:
         while True:
@@ -180,22 +183,16 @@ class SessionDriver:
                     await self._wake.wait()
             if deadline is not None and self._clock() >= deadline:
                 self.session.poll(self._clock())
-                self.dispatch()
-
-    def error(self, context_id: str | None, code: str, message: str) -> None:
-        self.session.error(context_id, code, message)
-        self.dispatch()
 
     async def close(self) -> None:
         """Stop all of this client's work (idempotent)."""
         if self._closed:
             return
         self.session.close()
-        self.dispatch()
         self._closed = True
         self._timer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._timer
+        # The timer honours its cancel at once; the bound only keeps teardown finite.
+        await asyncio.wait({self._timer}, timeout=1.0)
 
 
 async def request_events(driver: SessionDriver) -> AsyncGenerator[AudioOut | TimestampsOut, None]:

@@ -28,12 +28,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
+from voxflow.session.driver import SessionDriver, request_events
 from voxflow.session.events import TimestampsOut
+from voxflow.session.services import Services
 from voxflow.session.session import StartOptions
 from voxflow.text.normalize import NormalizationMode
-from voxflow.transports.driver import SessionDriver, request_events
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
@@ -267,7 +267,6 @@ async def text_to_speech(
     driver.session.start(_CONTEXT, options, now)
     driver.session.text(_CONTEXT, body.text, now)
     driver.session.end(_CONTEXT, now)
-    driver.dispatch()
     headers = {"Cache-Control": "no-store"}
     if not timestamps:
         return StreamingResponse(

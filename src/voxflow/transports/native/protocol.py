@@ -1,24 +1,17 @@
-"""Native WebSocket protocol, ``WS /v1/stream`` (see docs/protocol.md).
+"""The native protocol of ``WS /v1/stream`` (see docs/protocol.md), without I/O.
 
-JSON messages in, session calls out; session events in, JSON (or, with ``?audio=binary``, a JSON
-header followed by one binary frame of audio) out. Bad messages get an ``error`` event and the
-connection stays usable. A client that stops reading is closed once its outbound queue fills or one
-send takes longer than the write timeout, and its work stops like a cancel.
+JSON messages in, session calls out; session events in, JSON frames out (or, with
+``?audio=binary``, a JSON header followed by one binary frame of audio). A bad frame of any kind
+gets an ``error`` event and the connection stays usable.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
-import json
-import logging
+from collections.abc import Callable
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
-
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -28,23 +21,20 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.session import StartOptions
+from voxflow.session.runner import Close, Reply
+from voxflow.session.session import Session, SessionError, StartOptions
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize import NormalizationMode
-from voxflow.transports.driver import SessionDriver
+from voxflow.transports.wire import decode_object, dump
 
-log = logging.getLogger(__name__)
+__all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 
+NORMAL_CLOSE_CODE = 1000
+WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
+INTERNAL_ERROR_CLOSE_CODE = 1011
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel")
 MAX_LEXICON_ENTRIES = 1000
 WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
-
-
-class MessageError(ValueError):
-    def __init__(self, code: str, message: str, context_id: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.context_id = context_id
 
 
 def _field(message: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
@@ -53,9 +43,9 @@ def _field(message: dict[str, Any], name: str, kind: type | tuple[type, ...]) ->
         return None
     # bool is an int in Python; a JSON true is not a number here.
     if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-        raise MessageError("invalid_message", f"{name!r} must not be a boolean")
+        raise SessionError("invalid_message", f"{name!r} must not be a boolean")
     if not isinstance(value, kind):
-        raise MessageError("invalid_message", f"{name!r} has the wrong type")
+        raise SessionError("invalid_message", f"{name!r} has the wrong type")
     return value
 
 
@@ -65,20 +55,20 @@ def parse_lexicon(raw: object) -> Lexicon | None:
     if raw is None:
         return None
     if not isinstance(raw, list) or len(raw) > MAX_LEXICON_ENTRIES:
-        raise MessageError(
+        raise SessionError(
             "invalid_message", f"lexicon must be a list of at most {MAX_LEXICON_ENTRIES} entries"
         )
     entries = []
     for item in raw:
         if not isinstance(item, dict) or not isinstance(item.get("word"), str):
-            raise MessageError("invalid_message", "each lexicon entry needs a string 'word'")
+            raise SessionError("invalid_message", "each lexicon entry needs a string 'word'")
         respelling, phonemes = item.get("respelling"), item.get("phonemes")
         if not isinstance(respelling, str | None) or not isinstance(phonemes, str | None):
-            raise MessageError("invalid_message", "respelling and phonemes must be strings")
+            raise SessionError("invalid_message", "respelling and phonemes must be strings")
         try:
             entries.append(LexiconEntry(item["word"], respelling=respelling, phonemes=phonemes))
         except ValueError as error:
-            raise MessageError("invalid_message", f"lexicon entry: {error}") from error
+            raise SessionError("invalid_message", f"lexicon entry: {error}") from error
     return Lexicon(entries)
 
 
@@ -90,7 +80,7 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         or not schedule
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in schedule)
     ):
-        raise MessageError("invalid_message", "chunk_length_schedule must be a list of integers")
+        raise SessionError("invalid_message", "chunk_length_schedule must be a list of integers")
     try:
         settings = VoiceSettings(
             speed=float(_field(message, "speed", (int, float)) or 1.0),
@@ -100,14 +90,12 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
             speaker_id=_field(message, "speaker_id", int),
         )
     except ValueError as error:
-        if isinstance(error, MessageError):
-            raise
-        raise MessageError("invalid_message", str(error)) from error
+        raise SessionError("invalid_message", str(error)) from error
     raw_mode = _field(message, "apply_text_normalization", str)
     try:
         normalization = NormalizationMode((raw_mode or "auto").lower())
     except ValueError:
-        raise MessageError(
+        raise SessionError(
             "invalid_message", "apply_text_normalization must be auto, on or off"
         ) from None
     return StartOptions(
@@ -121,29 +109,43 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
     )
 
 
-def handle_message(driver: SessionDriver, raw: str, received_at: float) -> None:
-    """Apply one client message to the session (errors become ``error`` events)."""
-    now = driver.now()
-    context_id: str | None = None
-    try:
+class NativeProtocol:
+    """One native connection's protocol state (see ``voxflow.session.runner.WireProtocol``)."""
+
+    stall_close = Close(WRITE_STALL_CLOSE_CODE, "client stopped reading")
+    failure_close = Close(INTERNAL_ERROR_CLOSE_CODE, "internal error")
+
+    def __init__(self, session: Session, clock: Callable[[], float], binary: bool) -> None:
+        self._session = session
+        self._clock = clock
+        self._binary = binary
+
+    def receive(self, frame: str | bytes) -> None:
+        """Apply one client frame to the session (errors become ``error`` events)."""
+        received_at = self._clock()
+        context_id: str | None = None
         try:
-            message = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise MessageError("invalid_json", f"message is not valid JSON: {error}") from error
-        if not isinstance(message, dict):
-            raise MessageError("invalid_message", "message must be a JSON object")
-        raw_context = message.get("context_id")
-        if raw_context is not None and (not isinstance(raw_context, str) or not raw_context):
-            raise MessageError("invalid_message", "context_id must be a non-empty string")
-        context_id = raw_context
+            if isinstance(frame, bytes):
+                raise SessionError("invalid_message", "binary frames are not accepted from clients")
+            message = decode_object(frame)
+            raw_context = message.get("context_id")
+            if raw_context is not None and (not isinstance(raw_context, str) or not raw_context):
+                raise SessionError("invalid_message", "context_id must be a non-empty string")
+            context_id = raw_context
+            self._apply(message, context_id, received_at)
+        except SessionError as error:
+            self._session.error(context_id, error.code, error.message)
+
+    def _apply(self, message: dict[str, Any], context_id: str | None, received_at: float) -> None:
+        now = self._clock()
         kind = message.get("type")
-        session = driver.session
+        session = self._session
         if kind == "start":
             session.start(context_id, parse_start(message), now)
         elif kind == "text":
             text = message.get("text")
             if not isinstance(text, str):
-                raise MessageError("invalid_message", "text message needs a string 'text'")
+                raise SessionError("invalid_message", "text message needs a string 'text'")
             session.text(context_id, text, now)
         elif kind == "flush":
             session.flush(context_id, now)
@@ -154,12 +156,24 @@ def handle_message(driver: SessionDriver, raw: str, received_at: float) -> None:
             played_ms = None if played is None else float(played)
             session.cancel(context_id, played_ms, now, received_at)
         else:
-            raise MessageError(
+            raise SessionError(
                 "unknown_type", f"unknown message type {kind!r}; expected one of {MESSAGE_TYPES}"
             )
-    except MessageError as error:
-        driver.session.error(error.context_id or context_id, error.code, str(error))
-    driver.dispatch()
+
+    def reply(self, event: ClientEvent) -> Reply[str | bytes]:
+        if isinstance(event, CloseOut):
+            return Reply((), Close(NORMAL_CLOSE_CODE, event.reason))
+        text, extra = encode_event(event, self._binary)
+        return Reply((text,) if extra is None else (text, extra))
+
+    def peer_gone(self) -> bool:
+        return True
+
+    def deadline(self) -> float | None:
+        return None
+
+    def expire(self) -> None:
+        raise AssertionError("the native protocol sets no deadline")
 
 
 def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
@@ -216,9 +230,7 @@ def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
             "played_ms": round(event.played_ms, 2),
             "latency_ms": round(event.latency_ms, 3),
         }
-    else:
-        if not isinstance(event, ErrorOut):
-            raise TypeError(f"no wire form for {event!r}")
+    elif isinstance(event, ErrorOut):
         body = {
             "type": "error",
             "context_id": event.context_id,
@@ -226,68 +238,6 @@ def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
             "message": event.message,
             "retryable": event.retryable,
         }
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False), extra
-
-
-async def serve_native(websocket: WebSocket, services: Services) -> None:
-    binary = websocket.query_params.get("audio") == "binary"
-    await websocket.accept()
-    driver = services.new_driver()
-    tasks = {
-        asyncio.create_task(_read(websocket, driver), name="voxflow-ws-read"),
-        asyncio.create_task(
-            _write(websocket, driver, binary, services.settings.write_timeout_s),
-            name="voxflow-ws-write",
-        ),
-        asyncio.create_task(driver.stalled.wait(), name="voxflow-ws-stall"),
-    }
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        stalled = driver.stalled.is_set() or any(
-            t.get_name() == "voxflow-ws-write" and isinstance(t.exception(), TimeoutError)
-            for t in done
-            if not t.cancelled()
-        )
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await driver.close()
-    if stalled and websocket.client_state is WebSocketState.CONNECTED:
-        log.warning("closing a client that stopped reading")
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(1.0):
-                await websocket.close(WRITE_STALL_CLOSE_CODE, "client stopped reading")
-
-
-async def _read(websocket: WebSocket, driver: SessionDriver) -> None:
-    while True:
-        try:
-            message = await websocket.receive()
-        except WebSocketDisconnect:
-            return
-        if message["type"] == "websocket.disconnect":
-            return
-        if message.get("text") is not None:
-            handle_message(driver, message["text"], driver.now())
-        else:
-            driver.error(None, "invalid_message", "binary frames are not accepted from clients")
-
-
-async def _write(
-    websocket: WebSocket, driver: SessionDriver, binary: bool, timeout_s: float
-) -> None:
-    while True:
-        event = await driver.outbound.get()
-        if isinstance(event, CloseOut):
-            return
-        event = driver.sent(event) or event
-        text, extra = encode_event(event, binary)
-        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
-        # lands as the send completes, and the writer then never ends.
-        async with asyncio.timeout(timeout_s):
-            await websocket.send_text(text)
-            if extra is not None:
-                await websocket.send_bytes(extra)
+    else:
+        raise TypeError(f"no wire form for {event!r}")
+    return dump(body), extra

@@ -1,0 +1,238 @@
+"""The lifecycle of one client connection, written once for every protocol.
+
+A connection is made of three parts:
+
+* a ``Transport``: the callables that move frames (``receive``, ``send``, ``close``), written
+  once per kind of socket (Starlette WebSocket, asyncio TCP); they do nothing else;
+* a ``WireProtocol``: turns frames into session calls and session events into frames, with no
+  I/O (``voxflow.transports.<name>.protocol``);
+* the connection's ``SessionDriver``, which carries the session's commands to the scheduler and
+  its events into a bounded outbox.
+
+``run_connection`` runs them:
+
+* the reader hands every frame to the protocol, in order; when the peer is gone it asks the
+  protocol whether an answer is still owed (a Wyoming client that half-closed after a request);
+* the writer takes events from the outbox, asks the protocol for their frames and sends them,
+  each send bounded by the write timeout; a reply that closes the connection ends it;
+* a client that stops reading (the outbox fills, or one send outlasts the timeout) is closed
+  with the protocol's stall close;
+* the protocol's timer (an inactivity timeout) fires when its deadline passes.
+
+Whatever ends first ends the connection. Teardown then cancels the rest, stops the session's work
+(its streams are cancelled as a client cancel would) and closes the transport, all within
+``teardown_s``: a task that does not end in time is logged and left cancelled, never awaited
+forever, so a handler always returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from voxflow.session.driver import SessionDriver
+from voxflow.session.events import ClientEvent
+
+__all__ = [
+    "Close",
+    "PeerGone",
+    "Reply",
+    "RunnerSettings",
+    "Transport",
+    "WireProtocol",
+    "run_connection",
+]
+
+log = logging.getLogger(__name__)
+
+FrameIn = TypeVar("FrameIn")
+FrameOut = TypeVar("FrameOut")
+_In_contra = TypeVar("_In_contra", contravariant=True)
+_Out_co = TypeVar("_Out_co", covariant=True)
+
+
+class PeerGone(Exception):
+    """The peer closed or reset the connection while a frame was being sent."""
+
+
+@dataclass(frozen=True)
+class Close:
+    """How to close a connection: a WebSocket close code and reason (TCP ignores both)."""
+
+    code: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Reply(Generic[_Out_co]):
+    """Frames to send for one session event, then the close to do, if any."""
+
+    frames: Sequence[_Out_co] = ()
+    close: Close | None = None
+
+
+class WireProtocol(Protocol[_In_contra, _Out_co]):
+    """One connection's protocol state, without I/O."""
+
+    def receive(self, frame: _In_contra) -> None:
+        """Apply one client frame (bad frames become error events, in order)."""
+
+    def reply(self, event: ClientEvent) -> Reply[_Out_co]:
+        """The frames for one session event, in the protocol's wire shape."""
+
+    def peer_gone(self) -> bool:
+        """The peer sent its last frame; True ends the connection now, False when an answer is
+        still owed (the writer goes on until a reply closes the connection)."""
+
+    def deadline(self) -> float | None:
+        """When ``expire`` is due on the driver's clock (an inactivity timeout), or None."""
+
+    def expire(self) -> None:
+        """The deadline passed."""
+
+    @property
+    def stall_close(self) -> Close:
+        """The close for a client that stopped reading."""
+
+    @property
+    def failure_close(self) -> Close:
+        """The close after a failure inside the server (a bug, logged)."""
+
+
+@dataclass(frozen=True)
+class Transport(Generic[FrameIn, FrameOut]):
+    """The I/O of one connection. ``receive`` returns None once the peer is gone; ``send``
+    raises ``PeerGone`` when it is."""
+
+    receive: Callable[[], Awaitable[FrameIn | None]]
+    send: Callable[[FrameOut], Awaitable[None]]
+    close: Callable[[Close], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    write_timeout_s: float = 10.0  # one send taking longer means the client stopped reading
+    teardown_s: float = 2.0  # bound on cancelling the tasks and closing the transport
+
+
+class _End(enum.Enum):
+    PEER_GONE = "peer gone"
+    CLOSE = "closed by reply"
+    STALLED = "client stopped reading"
+    FAILED = "failed"
+
+
+async def run_connection(
+    driver: SessionDriver,
+    protocol: WireProtocol[FrameIn, FrameOut],
+    transport: Transport[FrameIn, FrameOut],
+    settings: RunnerSettings,
+) -> None:
+    """Serve one connection until it ends (see the module docstring); always returns."""
+    close: Close | None = None
+    outcome: list[tuple[_End, Close | None]] = []
+
+    async def read() -> None:
+        while True:
+            frame = await transport.receive()
+            if frame is None:
+                if protocol.peer_gone():
+                    outcome.append((_End.PEER_GONE, None))
+                    return
+                await asyncio.Event().wait()  # the writer finishes the answer owed
+            else:
+                protocol.receive(frame)
+
+    async def write() -> None:
+        while True:
+            event = await driver.outbound.get()
+            reply = protocol.reply(driver.sent(event) or event)
+            for frame in reply.frames:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
+                # that lands as the send completes, and the writer then never ends.
+                async with asyncio.timeout(settings.write_timeout_s):
+                    await transport.send(frame)
+            if reply.close is not None:
+                outcome.append((_End.CLOSE, reply.close))
+                return
+
+    async def watch() -> None:
+        while True:
+            deadline = protocol.deadline()
+            if deadline is None:
+                await asyncio.Event().wait()  # no deadline: nothing to watch
+                return
+            remaining = deadline - driver.now()
+            if remaining <= 0:
+                protocol.expire()
+                # Expiring sent the protocol's answer; wait for the next deadline, if any.
+                if protocol.deadline() == deadline:
+                    return
+            else:
+                await asyncio.sleep(remaining)
+
+    async def stall() -> None:
+        await driver.stalled.wait()
+
+    tasks = {
+        asyncio.create_task(read(), name="voxflow-read"),
+        asyncio.create_task(write(), name="voxflow-write"),
+        asyncio.create_task(stall(), name="voxflow-stall"),
+        asyncio.create_task(watch(), name="voxflow-timer"),
+    }
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        end, close = _outcome(done, outcome, driver, protocol)
+        if end is _End.STALLED:
+            log.warning("closing a client that stopped reading")
+    finally:
+        await _teardown(tasks, driver, settings.teardown_s)
+    if close is not None:
+        try:
+            async with asyncio.timeout(settings.teardown_s):
+                await transport.close(close)
+        except (TimeoutError, PeerGone):
+            pass  # the peer is gone or not reading: the connection is over all the same
+
+
+def _outcome(
+    done: set[asyncio.Task[None]],
+    outcome: list[tuple[_End, Close | None]],
+    driver: SessionDriver,
+    protocol: WireProtocol[FrameIn, FrameOut],
+) -> tuple[_End, Close | None]:
+    """Why the connection ends, and how to close it."""
+    for task in done:
+        if task.cancelled():
+            continue
+        error = task.exception()
+        if isinstance(error, TimeoutError):
+            return _End.STALLED, protocol.stall_close  # one send outlasted the write timeout
+        if isinstance(error, PeerGone):
+            return _End.PEER_GONE, None
+        if error is not None:
+            return _End.FAILED, protocol.failure_close  # logged by the teardown
+    if driver.stalled.is_set():
+        return _End.STALLED, protocol.stall_close
+    return outcome[0] if outcome else (_End.PEER_GONE, None)
+
+
+async def _teardown(
+    tasks: set[asyncio.Task[None]], driver: SessionDriver, teardown_s: float
+) -> None:
+    for task in tasks:
+        task.cancel()
+    _, pending = await asyncio.wait(tasks, timeout=teardown_s)
+    for task in pending:
+        # A task that ignores its cancel (it should not exist): log it, never wait forever.
+        log.error("connection task %s did not end within %.1f s", task.get_name(), teardown_s)
+    for task in tasks - pending:
+        error = None if task.cancelled() else task.exception()
+        if error is not None and not isinstance(error, TimeoutError | PeerGone):
+            # A bug in a protocol or the driver: the connection closes; never silently.
+            log.error("connection task %s failed", task.get_name(), exc_info=error)
+    await driver.close()

@@ -1,0 +1,1 @@
+"""ElevenLabs-compatible text-to-speech: WebSocket and HTTP."""

@@ -1,0 +1,1 @@
+"""The native protocol, ``WS /v1/stream``."""

@@ -1,0 +1,22 @@
+"""``WS /v1/stream``: the native protocol on a Starlette WebSocket, run by the session's runner."""
+
+from __future__ import annotations
+
+from starlette.websockets import WebSocket
+
+from voxflow.session.runner import run_connection
+from voxflow.session.services import Services
+from voxflow.transports.native.protocol import NativeProtocol
+from voxflow.transports.websocket import websocket_transport
+
+__all__ = ["serve_native"]
+
+
+async def serve_native(websocket: WebSocket, services: Services) -> None:
+    binary = websocket.query_params.get("audio") == "binary"
+    await websocket.accept()
+    driver = services.new_driver()
+    protocol = NativeProtocol(driver.session, driver.now, binary)
+    await run_connection(
+        driver, protocol, websocket_transport(websocket), services.runner_settings()
+    )

@@ -1,0 +1,1 @@
+"""The Wyoming protocol (Home Assistant) over TCP."""

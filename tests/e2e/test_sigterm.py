@@ -1,0 +1,105 @@
+"""SIGTERM with live streams and a client that stopped reading: ``voxflow serve`` closes the live
+stream gracefully and exits within its drain time (a real process, a real signal)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+LONG = (
+    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
+    "in the distance, prepares for a long evening of music that nobody will forget. "
+) * 20
+DRAIN_S = 2.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "VOXFLOW_DRAIN_S": str(DRAIN_S),
+        # Render far ahead, and never close a stalled client by itself: the stuck client below
+        # keeps a send blocked until the drain cuts it off.
+        "VOXFLOW_MAX_LEAD_S": "600",
+        "VOXFLOW_WRITE_TIMEOUT_S": "600",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "voxflow.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("voxflow serve did not start")
+            time.sleep(0.1)
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)
+
+
+def _speak(ws: ClientConnection) -> None:
+    ws.send(json.dumps({"type": "start", "output_format": "pcm_48000"}))
+    ws.send(json.dumps({"type": "text", "text": LONG}))
+    ws.send(json.dumps({"type": "flush"}))
+    assert json.loads(ws.recv(timeout=30))["type"] in ("timestamps", "audio")
+
+
+def test_sigterm_exits_within_the_drain_time_with_a_stuck_client(
+    server: tuple[subprocess.Popen[bytes], int],
+) -> None:
+    process, port = server
+    url = f"ws://127.0.0.1:{port}/v1/stream"
+    with socket.socket() as stuck_sock:
+        stuck_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck_sock.connect(("127.0.0.1", port))
+        with (
+            connect(url, max_size=None) as live,
+            # Reads one frame, then nothing: the library stops reading with one frame queued.
+            connect(url, sock=stuck_sock, max_size=None, max_queue=1) as stuck,
+        ):
+            _speak(live)
+            _speak(stuck)
+            live.recv(timeout=30)  # the live stream is speaking
+            time.sleep(2)  # the stuck stream renders far ahead and fills every buffer
+            signalled = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            exit_code = process.wait(timeout=60)
+            took = time.monotonic() - signalled
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    live.recv(timeout=30)
+            assert live.close_code == 1012  # uvicorn's "service restart": a graceful close
+    # uvicorn re-raises the signal once it has shut down gracefully.
+    assert exit_code in (0, -signal.SIGTERM)
+    # Bounded by the drain time plus teardown bounds (2 s each), with room for a busy machine;
+    # without the bound the process never exits while the stuck client holds its connection.
+    assert took < DRAIN_S + 20
