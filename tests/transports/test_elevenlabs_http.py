@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ from elevenlabs.client import ElevenLabs
 from elevenlabs.core.api_error import ApiError
 from elevenlabs.types import GetVoicesResponse, Voice
 
+from voxflow.engines.base import FloatArray, Utterance
+from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 
@@ -31,9 +34,38 @@ def client(server_url: str) -> Iterator[ElevenLabs]:
         yield ElevenLabs(base_url=server_url, api_key="not-needed", httpx_client=http)
 
 
-def test_stream_sends_pcm_as_it_is_rendered(client: ElevenLabs) -> None:
-    started = time.monotonic()
-    arrivals: list[float] = []
+# How long a held window waits for the client's first audio before giving up (and failing the
+# test): a guard against a hang, far above the milliseconds the first chunk needs even when busy.
+FIRST_AUDIO_WAIT_S = 30.0
+
+
+def test_stream_sends_pcm_as_it_is_rendered(
+    client: ElevenLabs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ordering, not timing: every window after the first waits until the client has received
+    # audio. A server that sent the response only once it was fully rendered would never send
+    # those first bytes, and the held window would give up waiting.
+    received = threading.Event()
+    gave_up = threading.Event()
+    windows: list[tuple[int, int]] = []
+    lock = threading.Lock()
+    render = PiperEngine.render
+
+    def held_render(
+        engine: PiperEngine,
+        utterance: Utterance,
+        start_frame: int,
+        end_frame: int,
+        threads: int | None = None,
+    ) -> FloatArray:
+        with lock:
+            first = not windows
+            windows.append((start_frame, end_frame))
+        if not first and not gave_up.is_set() and not received.wait(FIRST_AUDIO_WAIT_S):
+            gave_up.set()  # fail once, not once per window
+        return render(engine, utterance, start_frame, end_frame, threads)
+
+    monkeypatch.setattr(PiperEngine, "render", held_render)
     data = b""
     for chunk in client.text_to_speech.stream(
         voice_id=EL_VOICE,
@@ -42,13 +74,14 @@ def test_stream_sends_pcm_as_it_is_rendered(client: ElevenLabs) -> None:
         output_format="pcm_24000",
         voice_settings=VoiceSettings(stability=0.5, similarity_boost=0.7, speed=1.0),
     ):
-        arrivals.append(time.monotonic() - started)
+        received.set()
         data += chunk
+    assert not gave_up.is_set(), "no audio reached the client before the second window"
+    # Several windows, so that holding back all but the first held back most of the audio.
+    assert len(windows) > 3
     assert len(data) % 2 == 0
     assert 5.0 < len(data) / 2 / 24000 < 15.0
     assert np.abs(np.frombuffer(data, dtype="<i2")).max() > 1000
-    assert len(arrivals) > 3
-    assert arrivals[0] < 0.5 * arrivals[-1]
 
 
 def test_speed_and_format_apply(client: ElevenLabs) -> None:
