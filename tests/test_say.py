@@ -1,17 +1,36 @@
+"""``voxflow.say``: one-shot synthesis through the server's own path (session, scheduler, seams)."""
+
 from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from voxflow.engines.base import VoiceSettings, WindowPlan
+from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.say import say, segment_text
+from voxflow.say import LocalSpeaker, segment_text
+from voxflow.session.session import SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig, Strategy
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
     "in the distance, prepares for a long evening of music that nobody will forget."
 )
+
+
+@pytest.fixture
+def streaming(engine: PiperEngine) -> Iterator[LocalSpeaker]:
+    with LocalSpeaker(engine, SessionConfig("joe")) as speaker:
+        yield speaker
+
+
+@pytest.fixture
+def sentence_by_sentence(engine: PiperEngine) -> Iterator[LocalSpeaker]:
+    config = SessionConfig("joe", chunking=ChunkingConfig(strategy=Strategy.SENTENCE))
+    with LocalSpeaker(engine, config, streamed=False) as speaker:
+        yield speaker
 
 
 def test_default_chunking_gives_a_short_first_segment() -> None:
@@ -21,29 +40,71 @@ def test_default_chunking_gives_a_short_first_segment() -> None:
     assert segment_text(LONG, ChunkingConfig(strategy=Strategy.SENTENCE))[0].text == LONG
 
 
-def test_streaming_reaches_first_audio_sooner_than_whole_sentences(engine: PiperEngine) -> None:
-    settings = VoiceSettings(seed=3)
-    streamed = say(engine, LONG, "joe", settings, ChunkingConfig(), WindowPlan())
-    baseline = say(engine, LONG, "joe", settings, ChunkingConfig(strategy=Strategy.SENTENCE), None)
-    # Ordering, not a timing goal: the first window of a short first segment must beat the
-    # text stage plus a whole-sentence render by a wide margin on any machine.
+def test_streaming_reaches_first_audio_sooner_than_whole_sentences(
+    streaming: LocalSpeaker, sentence_by_sentence: LocalSpeaker
+) -> None:
+    options = StartOptions(settings=VoiceSettings(seed=3))
+    streamed = streaming.say(LONG, options)
+    baseline = sentence_by_sentence.say(LONG, options)
+    # Ordering, not a timing goal: the first window of a lead must beat the text stage plus a
+    # whole-sentence render by a wide margin on any machine.
     assert streamed.stats.ttfa_ms < baseline.stats.ttfa_ms / 2
+    # The server's path: a lead cut inside the sentence and its takeover, in windows.
+    assert streamed.stats.segments == 2
+    assert LONG.startswith(streamed.pieces[0]) and len(streamed.pieces[0]) < len(LONG) / 2
     assert streamed.stats.chunks > streamed.stats.segments
-    assert baseline.stats.chunks == baseline.stats.segments == 1
+    assert baseline.pieces == (LONG,)
+    assert baseline.stats.chunks <= 2  # one window (the joiner may hold back its tail)
+    # The lead's cut is joined, not stacked: the same speech, give or take the seam.
+    assert streamed.stats.audio_ms == pytest.approx(baseline.stats.audio_ms, rel=0.1)
 
 
-def test_same_segments_and_seed_give_the_same_audio_in_both_modes(engine: PiperEngine) -> None:
-    settings = VoiceSettings(seed=11)
-    chunking = ChunkingConfig(strategy=Strategy.FIXED)
-    streamed = say(engine, LONG, "joe", settings, chunking, WindowPlan())
-    whole = say(engine, LONG, "joe", settings, chunking, None)
-    assert streamed.segments == whole.segments
+def test_without_a_lead_both_modes_give_the_same_audio(engine: PiperEngine) -> None:
+    config = SessionConfig("joe", chunking=ChunkingConfig(strategy=Strategy.FIXED))
+    no_lead = replace(config, chunking=replace(config.chunking, lead_cost=None))
+    options = StartOptions(settings=VoiceSettings(seed=11))
+    with (
+        LocalSpeaker(engine, no_lead) as speaker,
+        LocalSpeaker(engine, config, streamed=False) as whole_speaker,
+    ):
+        streamed = speaker.say(LONG, options)
+        whole = whole_speaker.say(LONG, options)
+    assert streamed.pieces == whole.pieces
+    assert len(streamed.pieces) > 1
+    assert streamed.stats.chunks > whole.stats.chunks
+    assert streamed.audio.shape == whole.audio.shape
     error = np.linalg.norm(streamed.audio - whole.audio) / np.linalg.norm(whole.audio)
-    assert error < 1e-3
+    assert error < 1e-2  # 16-bit PCM both ways; windows differ from one run by rounding only
 
 
-def test_nothing_to_say(engine: PiperEngine) -> None:
+def test_stream_yields_pcm_at_the_voice_rate_or_the_rate_asked_for(
+    streaming: LocalSpeaker,
+) -> None:
+    native = streaming.say("Hello there.", StartOptions(settings=VoiceSettings(seed=1)))
+    assert native.sample_rate == 22050
+    resampled = streaming.say(
+        "Hello there.", StartOptions(output_format="mp3_44100_128", settings=VoiceSettings(seed=1))
+    )
+    assert resampled.sample_rate == 44100
+    assert resampled.stats.audio_ms == pytest.approx(native.stats.audio_ms, rel=0.01)
+
+
+def test_closing_the_stream_early_stops_the_synthesis(streaming: LocalSpeaker) -> None:
+    chunks = streaming.stream(LONG * 5, StartOptions())
+    first = next(chunks)
+    assert first.data
+    chunks.close()
+    # The speaker is free again: nothing of the abandoned text comes out of the next one.
+    again = streaming.say("Short.", StartOptions(settings=VoiceSettings(seed=1)))
+    assert again.pieces == ("Short.",)
+
+
+def test_nothing_to_say_and_bad_requests(streaming: LocalSpeaker) -> None:
     with pytest.raises(ValueError, match="empty"):
-        say(engine, "  ", "joe", VoiceSettings(), ChunkingConfig(), WindowPlan())
+        streaming.say("  ", StartOptions())
     with pytest.raises(ValueError, match="pronounceable"):
-        say(engine, " — ", "joe", VoiceSettings(), ChunkingConfig(), WindowPlan())
+        streaming.say(" — ", StartOptions())
+    with pytest.raises(VoiceNotFoundError):
+        streaming.say("Hi.", StartOptions(voice="nobody"))
+    with pytest.raises(ValueError, match="single speaker"):
+        streaming.say("Hi.", StartOptions(settings=VoiceSettings(speaker_id=3)))

@@ -20,10 +20,11 @@ from voxflow.bench.options import SECTIONS
 from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync, ttfa_plot
 from voxflow.client import VoxflowConnectionError
 from voxflow.config import ServerSettings
-from voxflow.engines.base import VoiceNotFoundError, VoiceSettings, WindowPlan
+from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.say import say
+from voxflow.say import LocalSpeaker
+from voxflow.session.session import SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig, Strategy, TextBuffer
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize import NormalizationMode, Normalizer, normalize_lines
@@ -118,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     say_cmd.add_argument("--seed", type=int, help="seed for reproducible output")
     say_cmd.add_argument("--speaker", type=int, help="speaker id of a multi-speaker voice")
     say_cmd.add_argument(
-        "--no-stream", action="store_true", help="render each segment in one run, not windows"
+        "--no-stream",
+        action="store_true",
+        help="render each segment in one run, no lead (the sentence-by-sentence baseline)",
     )
     say_cmd.add_argument("--stats", action="store_true", help="print timing figures as JSON")
     _add_normalization_options(say_cmd)
@@ -241,20 +244,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _say(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
-    engine = PiperEngine(registry, EngineSettings())
-    voice = args.voice or registry.default_voice
+    # As the server runs it: one intra-op thread per worker, both cores for a first window.
+    engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
+    voice = registry.get(args.voice or registry.default_voice).name
     settings = VoiceSettings(speed=args.speed, seed=args.seed, speaker_id=args.speaker)
     engine.load(voice)  # model loading is set-up, not synthesis: keep it out of the timings
-    result = say(
-        engine,
-        text,
-        voice,
-        settings,
-        _chunking(args),
-        plan=None if args.no_stream else WindowPlan(),
-        normalizer=_normalizer(args),
-        normalization=NormalizationMode(args.normalization),
+    config = SessionConfig(
+        default_voice=voice, chunking=_chunking(args), normalizer=_normalizer(args)
     )
+    options = StartOptions(settings=settings, normalization=NormalizationMode(args.normalization))
+    with LocalSpeaker(engine, config, streamed=not args.no_stream) as speaker:
+        result = speaker.say(text, options)
     if args.output == "-":
         write_wav(sys.stdout.buffer, result.sample_rate, [result.audio])
         sys.stdout.buffer.flush()

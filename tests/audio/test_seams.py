@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from voxflow.audio.seams import JoinKind, SeamJoiner, SeamSettings, SegmentMap
-from voxflow.engines.base import Utterance, VoiceSettings, WindowPlan
+from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.say import segment_text
 from voxflow.session.context import join_kind
@@ -369,13 +369,21 @@ class RenderedSegment:
         return np.concatenate(self.windows).astype(np.float32)
 
 
+def _windows(num_frames: int) -> list[tuple[int, int]]:
+    """16 frames first, then doubling up to 64, as a stream's windows grow."""
+    windows, start, size = [], 0, 16
+    while start < num_frames:
+        windows.append((start, min(num_frames, start + size)))
+        start, size = windows[-1][1], min(64, 2 * size)
+    return windows
+
+
 def render_stream(engine: PiperEngine, segments: Sequence[Segment]) -> list[RenderedSegment]:
     """Each segment in windows, as a stream renders them (small first, then growing)."""
-    plan = WindowPlan(first_frames=16, growth=2.0, max_frames=64)
     rendered = []
     for index, segment in enumerate(segments):
         utterance = engine.prepare(segment.text, "joe", VoiceSettings(seed=index))
-        parts = tuple(engine.render(utterance, s, e) for s, e in plan.windows(utterance.num_frames))
+        parts = tuple(engine.render(utterance, s, e) for s, e in _windows(utterance.num_frames))
         rendered.append(RenderedSegment(segment, utterance, parts))
     return rendered
 

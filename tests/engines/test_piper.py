@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from voxflow.engines.base import VoiceNotFoundError, VoiceSettings, WindowPlan, stream
+from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 
@@ -19,8 +19,20 @@ def _relative_error(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+def _windows(num_frames: int, first: int, size: int) -> list[tuple[int, int]]:
+    """``first`` frames, then windows of ``size``, covering ``[0, num_frames)``."""
+    edges = [0, *range(first, num_frames, size), num_frames]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def _windowed(engine: PiperEngine, text: str, settings: VoiceSettings) -> np.ndarray:
+    utterance = engine.prepare(text, "joe", settings)
+    windows = _windows(utterance.num_frames, 16, 32)
+    return np.concatenate([engine.render(utterance, s, e) for s, e in windows])
+
+
 def _whole_and_streamed(
-    engine: PiperEngine, text: str, plan: WindowPlan, seed: int = 7
+    engine: PiperEngine, text: str, plan: tuple[int, int], seed: int = 7
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """One whole-utterance render and one windowed render, from two separately prepared (but
     identical, same seed) utterances so that no flow output is shared between them."""
@@ -28,20 +40,18 @@ def _whole_and_streamed(
     whole = engine.render(whole_utterance, 0, whole_utterance.num_frames)
     utterance = engine.prepare(text, "joe", VoiceSettings(seed=seed))
     np.testing.assert_array_equal(utterance.latents, whole_utterance.latents)
-    windows = list(plan.windows(utterance.num_frames))
+    windows = _windows(utterance.num_frames, *plan)
     streamed = np.concatenate([engine.render(utterance, s, e) for s, e in windows])
     return whole, streamed, len(windows)
 
 
 @pytest.mark.parametrize(
     "plan",
-    [
-        WindowPlan(),
-        WindowPlan(first_frames=5, growth=0.0, max_frames=5),
-        WindowPlan(40, 3.0, 300),
-    ],
+    [(16, 32), (5, 5), (40, 256)],  # (first window, later windows) in frames
 )
-def test_streamed_windows_equal_the_whole_utterance(engine: PiperEngine, plan: WindowPlan) -> None:
+def test_streamed_windows_equal_the_whole_utterance(
+    engine: PiperEngine, plan: tuple[int, int]
+) -> None:
     whole, streamed, windows = _whole_and_streamed(engine, LONG, plan)
     assert windows > 1
     assert streamed.shape == whole.shape
@@ -60,15 +70,13 @@ def test_too_little_overlap_in_either_stage_breaks_equality(
 ) -> None:
     # Guards the test above: it must be the overlap, not luck, that makes windows match.
     engine = PiperEngine(registry, settings)
-    plan = WindowPlan(first_frames=10, growth=0.0, max_frames=10)
-    whole, streamed, _ = _whole_and_streamed(engine, LONG, plan)
+    whole, streamed, _ = _whole_and_streamed(engine, LONG, (10, 10))
     assert _relative_error(streamed, whole) > 1e-2
 
 
 def test_same_seed_same_audio_other_seed_other_audio(engine: PiperEngine) -> None:
     text = "Reproducible speech, please."
-    first = np.concatenate(list(stream(engine, text, "joe", VoiceSettings(seed=1))))
-    again = np.concatenate(list(stream(engine, text, "joe", VoiceSettings(seed=1))))
+    first, again = (_windowed(engine, text, VoiceSettings(seed=1)) for _ in range(2))
     other = engine.prepare(text, "joe", VoiceSettings(seed=2))
     np.testing.assert_array_equal(first, again)
     other_audio = engine.render(other, 0, other.num_frames)
@@ -117,7 +125,6 @@ def test_words_map_to_ordered_frame_ranges(engine: PiperEngine) -> None:
 def test_text_without_phonemes_gives_an_empty_utterance(engine: PiperEngine) -> None:
     utterance = engine.prepare(" — ", "joe", VoiceSettings())
     assert utterance.num_frames == 0
-    assert list(stream(engine, " — ", "joe")) == []
 
 
 def test_bad_requests_fail_clearly(engine: PiperEngine) -> None:
@@ -132,24 +139,6 @@ def test_bad_requests_fail_clearly(engine: PiperEngine) -> None:
         engine.prepare("Hi.", "joe", VoiceSettings(speaker_id=3))
     with pytest.raises(ValueError, match="speed"):
         VoiceSettings(speed=0.0)
-
-
-def test_window_plan_starts_small_grows_with_what_was_rendered_and_covers_everything() -> None:
-    plan = WindowPlan(first_frames=16, growth=4.0, max_frames=500)
-    windows = list(plan.windows(3000))
-    assert windows[0] == (0, 16)
-    assert windows[-1][1] == 3000
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
-    sizes = [e - s for s, e in windows]
-    # Each window is at most `growth` times what was rendered before it, and at most max_frames.
-    assert sizes[:4] == [16, 64, 320, 500]
-    assert all(size <= 500 for size in sizes)
-    assert list(plan.windows(0)) == []
-    assert list(plan.windows(20)) == [(0, 20)]  # a 4-frame tail is folded into the first window
-    assert list(plan.windows(100)) == [(0, 16), (16, 100)]  # 20 left after 64: folded
-    # With audio of earlier segments in hand, the first window need not be small.
-    assert list(plan.windows(300, rendered_before=50)) == [(0, 300)]
-    assert next(iter(plan.windows(900, rendered_before=50))) == (0, 200)
 
 
 def test_flow_cache_serves_out_of_order_windows_exactly(engine: PiperEngine) -> None:

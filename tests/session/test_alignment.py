@@ -13,6 +13,7 @@ from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Drained, Prepared, Rendered
 from voxflow.session.alignment import CharAligner, ChunkAlignment
 from voxflow.session.events import AudioOut, SubmitSegment, TimestampsOut, WordTiming
+from voxflow.session.local import drain_encoded
 from voxflow.session.session import Session, SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig
 
@@ -199,7 +200,7 @@ def test_real_engine_alignment_reproduces_the_text_and_its_words(engine: PiperEn
     aligner = CharAligner()
     chunks = []
     words: list[WordTiming] = []
-    for output in session.drain():
+    for output in drain_encoded(session, lambda: 2.0):
         if isinstance(output, TimestampsOut):
             aligner.add(output, text)
             words.extend(output.words)

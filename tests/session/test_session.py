@@ -22,6 +22,7 @@ from voxflow.session.events import (
     SubmitSegment,
     TimestampsOut,
 )
+from voxflow.session.local import drain_encoded
 from voxflow.session.session import Session, SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig
 from voxflow.text.lexicon import Lexicon, LexiconEntry
@@ -34,6 +35,11 @@ def _session(**overrides: object) -> Session:
     overrides.setdefault("chunking", ChunkingConfig(lead_cost=None))
     config = SessionConfig(default_voice="joe", **overrides)  # type: ignore[arg-type]
     return Session(config, VoiceRegistry().get)
+
+
+def _drain(session: Session, now: float = 1.0) -> list[Output]:
+    """The session's outputs, with its encoder steps run and their results fed back."""
+    return list(drain_encoded(session, lambda: now))
 
 
 def _of(outputs: list[Output], kind: type) -> list:  # type: ignore[type-arg]
@@ -77,7 +83,7 @@ def test_text_opens_a_default_context_and_submits_segments() -> None:
     session = _session()
     session.text(None, "Hello there, my friend. How are you today? ", 0.0)
     session.text(None, "Fine.", 0.1)
-    outputs = session.drain()
+    outputs = _drain(session)
     assert isinstance(outputs[0], OpenStream)
     submits = _of(outputs, SubmitSegment)
     texts = [s.request.text for s in submits]
@@ -85,7 +91,7 @@ def test_text_opens_a_default_context_and_submits_segments() -> None:
     assert texts and texts[0] == "Hello there, my friend."
     assert [s.request.tag for s in submits] == list(range(len(submits)))
     session.end(None, 0.2)
-    rest = session.drain()
+    rest = _drain(session)
     assert [s.request.text for s in _of(rest, SubmitSegment)][-1].endswith("Fine.")
     assert isinstance(rest[-1], CloseStream)
 
@@ -102,7 +108,7 @@ def test_text_opens_a_default_context_and_submits_segments() -> None:
 def test_bad_start_options_are_errors_that_open_nothing(options: StartOptions, code: str) -> None:
     session = _session()
     session.start("a", options, 0.0)
-    outputs = session.drain()
+    outputs = _drain(session)
     assert len(outputs) == 1 and isinstance(outputs[0], ErrorOut)
     assert outputs[0].code == code and outputs[0].context_id == "a"
     assert session.open_contexts == 0
@@ -114,21 +120,21 @@ def test_client_mistakes_leave_the_context_usable() -> None:
     session.text("a", "x" * 51, 0.0)
     session.flush("nope", 0.0)
     session.start("a", StartOptions(), 0.0)
-    errors = _of(session.drain(), ErrorOut)
+    errors = _of(_drain(session), ErrorOut)
     assert [e.code for e in errors] == ["text_too_long", "unknown_context", "context_exists"]
     session.text("a", "Still works. Yes. ", 0.1)
     session.flush("a", 0.1)
-    assert _of(session.drain(), SubmitSegment)
+    assert _of(_drain(session), SubmitSegment)
     session.end("a", 0.2)
     session.text("a", "late", 0.3)
-    assert [e.code for e in _of(session.drain(), ErrorOut)] == ["context_ending"]
+    assert [e.code for e in _of(_drain(session), ErrorOut)] == ["context_ending"]
 
 
 def test_too_many_contexts() -> None:
     session = _session(max_contexts=2)
     for cid in ("a", "b", "c"):
         session.start(cid, StartOptions(), 0.0)
-    errors = _of(session.drain(), ErrorOut)
+    errors = _of(_drain(session), ErrorOut)
     assert [(e.context_id, e.code, e.retryable) for e in errors] == [
         ("c", "too_many_contexts", True)
     ]
@@ -139,11 +145,11 @@ def test_audio_timestamps_and_done(engine: PiperEngine) -> None:
     session.start("a", StartOptions(output_format="pcm_24000", settings=VoiceSettings(seed=1)), 0)
     session.text("a", "  Good morning, everyone. The meeting starts at noon. ", 0.5)
     session.end("a", 0.6)
-    submits = _of(session.drain(), SubmitSegment)
+    submits = _of(_drain(session), SubmitSegment)
     assert len(submits) == 2
     utterances = _render_all(session, engine, submits)
     session.synthesis_event(submits[0].serial, Drained(), 2.0)
-    outputs = session.drain()
+    outputs = _drain(session)
 
     audio = _of(outputs, AudioOut)
     assert [a.seq for a in audio] == list(range(len(audio)))
@@ -179,22 +185,22 @@ def test_cancel_reports_spoken_text_and_drops_late_audio(engine: PiperEngine) ->
     session.start("a", StartOptions(settings=VoiceSettings(seed=2)), 0.0)
     session.text("a", text, 0.0)
     session.flush("a", 0.0)
-    (submit,) = _of(session.drain(), SubmitSegment)
+    (submit,) = _of(_drain(session), SubmitSegment)
     utterance = engine.prepare(submit.request.text, "joe", submit.request.settings)
     session.synthesis_event(submit.serial, Prepared(0, utterance, 0.01), 0.1)
-    assert session.drain() == []  # words are timed once the joiner has placed the speech
+    assert _drain(session) == []  # words are timed once the joiner has placed the speech
     sent_frames = utterance.num_frames // 2 + 20
     audio = engine.render(utterance, 0, sent_frames)
     session.synthesis_event(
         submit.serial, Rendered(0, 0, sent_frames, audio, False, 0.01, 0.0, True), 0.15
     )
-    outputs = session.drain()
+    outputs = _drain(session)
     assert isinstance(outputs[0], TimestampsOut) and _of(outputs, AudioOut)
     timestamps = outputs[0].words
     played = timestamps[2].end_ms + 1.0  # "three" fully heard, "four" not yet
 
     session.cancel("a", played, 0.2, 0.2)
-    outputs = session.drain()
+    outputs = _drain(session)
     assert isinstance(outputs[0], CancelStream) and outputs[0].serial == submit.serial
     (cancelled,) = _of(outputs, CancelledOut)
     assert cancelled.spoken_text == "One two three"
@@ -202,19 +208,19 @@ def test_cancel_reports_spoken_text_and_drops_late_audio(engine: PiperEngine) ->
     # A client cannot have played more than it was sent.
     session.text("b", "Four five.", 0.3)
     session.flush("b", 0.3)
-    session.drain()
+    _drain(session)
     session.cancel("b", 99_999.0, 0.3, 0.3)
-    assert _of(session.drain(), CancelledOut)[0].played_ms == 0.0
+    assert _of(_drain(session), CancelledOut)[0].played_ms == 0.0
 
     late = engine.render(utterance, sent_frames, sent_frames + 20)
     session.synthesis_event(
         submit.serial, Rendered(0, sent_frames, sent_frames + 20, late, False, 0.01, 0.0), 0.3
     )
-    assert session.drain() == []
+    assert _drain(session) == []
 
     # The id is free again and gets a fresh stream.
     session.start("a", StartOptions(), 0.4)
-    (reopened,) = _of(session.drain(), OpenStream)
+    (reopened,) = _of(_drain(session), OpenStream)
     assert reopened.serial != submit.serial
 
 
@@ -223,7 +229,7 @@ def test_cancel_without_played_ms_uses_audio_sent_and_unknown_context_errors() -
     session.text("a", "Nothing rendered yet. ", 0.0)
     session.cancel("a", None, 0.0, 0.0)
     session.cancel("a", None, 0.0, 0.0)
-    outputs = session.drain()
+    outputs = _drain(session)
     (cancelled,) = _of(outputs, CancelledOut)
     assert cancelled.spoken_text == "" and cancelled.played_ms == 0.0
     assert [e.code for e in _of(outputs, ErrorOut)] == ["unknown_context"]
@@ -233,10 +239,10 @@ def test_failed_segment_is_reported_and_context_still_finishes() -> None:
     session = _session()
     session.text("a", "Hello.", 0.0)
     session.end("a", 0.0)
-    (submit,) = _of(session.drain(), SubmitSegment)
+    (submit,) = _of(_drain(session), SubmitSegment)
     session.synthesis_event(submit.serial, Failed(0, RuntimeError("boom")), 0.1)
     session.synthesis_event(submit.serial, Drained(), 0.1)
-    outputs = session.drain()
+    outputs = _drain(session)
     assert [e.code for e in _of(outputs, ErrorOut)] == ["synthesis_failed"]
     assert len(_of(outputs, DoneOut)) == 1
 
@@ -244,12 +250,12 @@ def test_failed_segment_is_reported_and_context_still_finishes() -> None:
 def test_idle_flush_through_poll() -> None:
     session = _session(chunking=ChunkingConfig(idle_flush_s=0.5))
     session.text("a", "no punctuation here", 10.0)
-    assert not _of(session.drain(), SubmitSegment)
+    assert not _of(_drain(session), SubmitSegment)
     assert session.next_deadline() == pytest.approx(10.5)
     session.poll(10.2)
-    assert not _of(session.drain(), SubmitSegment)
+    assert not _of(_drain(session), SubmitSegment)
     session.poll(10.6)
-    (submit,) = _of(session.drain(), SubmitSegment)
+    (submit,) = _of(_drain(session), SubmitSegment)
     assert submit.request.text == "no punctuation here"
 
 
@@ -257,9 +263,9 @@ def test_close_cancels_every_context() -> None:
     session = _session()
     session.text("a", "One. ", 0.0)
     session.text("b", "Two. ", 0.0)
-    session.drain()
+    _drain(session)
     session.close()
-    cancels = _of(session.drain(), CancelStream)
+    cancels = _of(_drain(session), CancelStream)
     assert len(cancels) == 2 and session.open_contexts == 0
     assert np.unique([c.serial for c in cancels]).size == 2
 
@@ -272,12 +278,12 @@ def test_text_after_everything_was_rendered_still_gets_audio(
     session.start("a", StartOptions(output_format=output_format), 0.0)
     session.text("a", "First part. ", 0.0)
     session.flush("a", 0.0)
-    first = _render_all(session, engine, _of(session.drain(), SubmitSegment))
-    before = _of(session.drain(), AudioOut)
+    first = _render_all(session, engine, _of(_drain(session), SubmitSegment))
+    before = _of(_drain(session), AudioOut)
     session.text("a", "Second part, after a pause.", 5.0)
     session.end("a", 5.0)
-    second = _render_all(session, engine, _of(session.drain(), SubmitSegment))
-    after = _of(session.drain(), AudioOut)
+    second = _render_all(session, engine, _of(_drain(session), SubmitSegment))
+    after = _of(_drain(session), AudioOut)
     assert before and after
     rate = int(output_format.split("_")[1])
     width = 1 if output_format.startswith("ulaw") else 2
@@ -297,11 +303,11 @@ def test_segments_are_normalized_and_words_map_back_to_the_written_text(
     session.start("a", StartOptions(settings=VoiceSettings(seed=5)), 0.0)
     session.text("a", text, 0.0)
     session.end("a", 0.0)
-    submits = _of(session.drain(), SubmitSegment)
+    submits = _of(_drain(session), SubmitSegment)
     spoken = " ".join(s.request.text for s in submits)
     assert "three dollars and fifty cents" in spoken and "$" not in spoken
     _render_all(session, engine, submits)
-    words = [w for t in _of(session.drain(), TimestampsOut) for w in t.words]
+    words = [w for t in _of(_drain(session), TimestampsOut) for w in t.words]
     assert [w.word for w in words] == ["It", "costs", "$3.50", "at", "3:30", "p.m.", "today"]
     for word in words:
         assert text[word.char_start : word.char_end] == word.word
@@ -319,5 +325,5 @@ def test_normalization_off_and_a_request_lexicon() -> None:
     session.start("lex", StartOptions(lexicon=lexicon), 0.0)
     session.text("lex", "I like Voxflow a lot.", 0.0)
     session.flush("lex", 0.0)
-    texts = [s.request.text for s in _of(session.drain(), SubmitSegment)]
+    texts = [s.request.text for s in _of(_drain(session), SubmitSegment)]
     assert texts == ["Pay $5 now.", "I like vox flow a lot."]

@@ -1,7 +1,9 @@
 """Engine-level benchmark: ``voxflow say`` figures per input, chunking strategy and render mode.
 
-Every case runs ``repeats`` times in one process after a warm-up, and reports medians, so the
-streamed/``--no-stream`` ratios compare runs taken minutes apart on the same machine state.
+Both modes speak through ``voxflow.say.LocalSpeaker``, the server's own synthesis path (session,
+scheduler, windows, seams). Every case runs ``repeats`` times in one process after a warm-up,
+and reports medians, so the streamed/``--no-stream`` ratios compare runs taken minutes apart on
+the same machine state.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from voxflow.engines.base import Engine, VoiceSettings, WindowPlan
-from voxflow.say import SayStats, say
+from voxflow.engines.base import Engine, VoiceSettings
+from voxflow.say import LocalSpeaker, SayStats
+from voxflow.session.session import SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig, Strategy
 
 SHORT = "Sure, I can help you with that now."
@@ -86,25 +89,35 @@ def run_engine_bench(
     strategies: tuple[Strategy, ...] = tuple(Strategy),
     progress: Callable[[str], None] | None = None,
 ) -> list[CaseResult]:
-    """Run every case ``repeats`` times (seeded, so both modes render the same audio).
+    """Run every case ``repeats`` times, seeded (the streamed mode may cut a lead, so its audio
+    can differ from the sentence-by-sentence mode's at the takeover; nothing else differs).
 
     The streamed and ``--no-stream`` runs of a case alternate, so drift in the machine's speed
     hits both alike and their ratio stays meaningful.
     """
     chosen = inputs or INPUTS
-    settings = VoiceSettings(seed=1)
-    say(engine, SHORT, voice, settings, ChunkingConfig(), WindowPlan())  # warm-up
+    options = StartOptions(settings=VoiceSettings(seed=1))
     results: list[CaseResult] = []
+    with (
+        LocalSpeaker(engine, SessionConfig(voice)) as warm_up,
+        LocalSpeaker(engine, SessionConfig(voice), streamed=False) as whole_warm_up,
+    ):
+        warm_up.say(SHORT, options)
+        whole_warm_up.say(SHORT, options)
     for name, text in chosen.items():
         for strategy in strategies:
             if progress is not None:
                 progress(f"{name} / {strategy.value}")
-            chunking = ChunkingConfig(strategy=strategy)
+            config = SessionConfig(voice, chunking=ChunkingConfig(strategy=strategy))
             streamed: list[SayStats] = []
             whole: list[SayStats] = []
-            for _ in range(repeats):
-                streamed.append(say(engine, text, voice, settings, chunking, WindowPlan()).stats)
-                whole.append(say(engine, text, voice, settings, chunking, None).stats)
+            with (
+                LocalSpeaker(engine, config) as streaming,
+                LocalSpeaker(engine, config, streamed=False) as sentence_by_sentence,
+            ):
+                for _ in range(repeats):
+                    streamed.append(streaming.say(text, options).stats)
+                    whole.append(sentence_by_sentence.say(text, options).stats)
             results.append(_median_case(name, text, strategy, True, streamed))
             results.append(_median_case(name, text, strategy, False, whole))
     return results

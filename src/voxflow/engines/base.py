@@ -1,13 +1,12 @@
 """The Engine protocol and the value objects that cross the engine border.
 
 The scheduler drives an engine in small jobs: one ``prepare`` (phonemization + text stage) per
-segment, then ``render`` calls over windows of latent frames. ``stream`` composes the two for
-library users who just want audio chunks in order.
+segment, then ``render`` calls over windows of latent frames (``voxflow.runtime.windows`` sizes
+them). Library users who want audio chunks in order use ``voxflow.say.LocalSpeaker``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -125,57 +124,3 @@ class Engine(Protocol):
     def render(
         self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
     ) -> FloatArray: ...
-
-
-@dataclass(frozen=True)
-class WindowPlan:
-    """How an utterance is cut into render windows: small first for fast audio, then large.
-
-    Each window after the first is ``growth`` times the frames already rendered (at least
-    ``first_frames``, at most ``max_frames``), so its compute time stays well inside the audio
-    already produced (at ~0.4 ms per 11.6 ms frame on the dev machine, growth 8 leaves a 3.6x
-    margin) while the number of windows, and with it the overlap wasted at their edges, stays
-    small. A tail shorter than the window before it is folded into that window.
-    """
-
-    first_frames: int = 16
-    growth: float = 8.0
-    max_frames: int = 1024
-
-    def __post_init__(self) -> None:
-        if self.first_frames < 1 or self.max_frames < self.first_frames or self.growth < 0:
-            raise ValueError("need 1 <= first_frames <= max_frames and growth >= 0")
-
-    def windows(self, num_frames: int, rendered_before: int = 0) -> Iterator[tuple[int, int]]:
-        """Half-open frame windows covering ``[0, num_frames)`` in order.
-
-        ``rendered_before`` counts the frames of the same stream already rendered (earlier
-        segments): audio in hand lets even the first window of a later segment be large.
-        """
-        start = 0
-        size = self._size(rendered_before)
-        while start < num_frames:
-            end = min(num_frames, start + size)
-            if num_frames - end < min(size, self.max_frames - size):
-                end = num_frames
-            yield start, end
-            start = end
-            size = self._size(rendered_before + start)
-
-    def _size(self, rendered: int) -> int:
-        if rendered == 0:
-            return self.first_frames
-        return min(self.max_frames, max(self.first_frames, int(self.growth * rendered)))
-
-
-def stream(
-    engine: Engine,
-    text: str,
-    voice: str,
-    settings: VoiceSettings | None = None,
-    plan: WindowPlan | None = None,
-) -> Iterator[FloatArray]:
-    """Synthesize ``text`` and yield float32 PCM chunks as each window is rendered."""
-    utterance = engine.prepare(text, voice, settings or VoiceSettings())
-    for start, end in (plan or WindowPlan()).windows(utterance.num_frames):
-        yield engine.render(utterance, start, end)

@@ -14,7 +14,8 @@ its first word are cross-faded, and from there on the two are one segment for th
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -24,6 +25,7 @@ from voxflow.audio.formats import OutputFormat
 from voxflow.audio.seams import JoinKind, SeamJoiner, SeamSettings, crossfade
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
+from voxflow.session.encoding import Encoded, EncodeJob, EncodeStep
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
@@ -71,6 +73,17 @@ class ContextOptions:
 class ContextState(enum.Enum):
     OPEN = "open"
     ENDING = "ending"  # ``end`` received: finishing the audio, then ``done``
+    FINISHING = "finishing"  # everything rendered: its last encoder steps are running
+
+
+@dataclass(frozen=True, eq=False)
+class _Queued:
+    """An encoder step sent off, and what to send with its result: the word timings (timed
+    without the codec's inserted samples, which only the result tells) and whether the step
+    ends the context."""
+
+    job: EncodeJob
+    words: tuple[WordTiming, ...] = ()
 
 
 @dataclass(eq=False)
@@ -94,7 +107,9 @@ class Context:
         self.options = options
         self.state = ContextState.OPEN
         self.buffer = TextBuffer(options.chunking)
-        self.encoder = StreamEncoder(options.output_format, options.source_rate)
+        # Only the encode jobs touch the encoder (off the event loop, one at a time, in order).
+        self._encoder = StreamEncoder(options.output_format, options.source_rate)
+        self._queued: deque[_Queued] = deque()
         self.text = ""  # everything the client sent, in order
         self.created_at = now
         self.first_text_at: float | None = None
@@ -202,9 +217,10 @@ class Context:
         if piece is not None:
             piece.utterance = event.utterance
 
-    def rendered(self, event: Rendered, now: float) -> list[AudioOut | TimestampsOut]:
-        """Client events for one rendered window: the word timings of its piece that are due
-        (once the joiner has placed the piece's speech on the timeline), then its audio."""
+    def rendered(self, event: Rendered) -> list[EncodeJob]:
+        """The encoder steps for one rendered window; each result (``encoded``) sends the word
+        timings of its piece that are due (once the joiner has placed the piece's speech on the
+        timeline), then its audio."""
         self._synth_s += event.compute_s
         if event.late_s > 0:
             self._misses += 1
@@ -222,11 +238,7 @@ class Context:
             self._held, audio = audio[cut:], audio[:cut]
             self._held_end = event.end_frame * spf + piece.sample_offset
         audio = self.joiner.window(audio, event.last and not event.continues)
-        out: list[AudioOut | TimestampsOut] = []
-        chunks = [self._encode(lambda: self.encoder.encode(audio), now)] if len(audio) else []
-        words = self._due_words(piece, event)
-        if words:
-            out.append(TimestampsOut(self.id, tuple(words)))
+        jobs = [self._queue(EncodeStep.AUDIO, audio, self._due_words(piece, event))]
         if event.last:
             self._finished += 1
             self._pieces.pop(event.tag, None)
@@ -235,9 +247,8 @@ class Context:
             if self.idle:
                 # Nothing more is queued: release what the resampler and codec hold back now
                 # rather than when (if ever) more text arrives; the stream stays open.
-                chunks.append(self._encode(self.encoder.drain, now))
-        out.extend(chunk for chunk in chunks if chunk is not None)
-        return out
+                jobs.append(self._queue(EncodeStep.DRAIN))
+        return jobs
 
     def _start_piece(
         self, piece: _Piece, event: Rendered, audio: FloatArray, spf: int
@@ -289,17 +300,16 @@ class Context:
             end = _extend_to_token(words, end, piece.text)
         chosen = [w for w in words[piece.timed : end] if w.start_frame >= piece.first_frame]
         piece.timed = len(words) if event.last else end
-        # Read after encoding: codec priming inserted before this audio delays it too.
-        inserted_ms = 1000.0 * self.encoder.inserted_samples / self._out_rate
-        timings = word_timings(
-            utterance, chosen, piece.text, segment_map.to_output, piece.sample_offset, inserted_ms
+        # Timed without the codec's inserted samples: ``encoded`` adds them once it knows them.
+        return word_timings(
+            utterance, chosen, piece.text, segment_map.to_output, piece.sample_offset
         )
-        self.words.extend(timings)
-        return timings
 
-    def finish(self, now: float) -> AudioOut | None:
-        """End of the context's audio: the codec's last frames and trailer, if any."""
-        return self._encode(self.encoder.finish, now)
+    def finish(self) -> EncodeJob:
+        """All audio is rendered: the encoder's last step (the codec's last frames and trailer);
+        its result ends the context."""
+        self.state = ContextState.FINISHING
+        return self._queue(EncodeStep.FINISH)
 
     def segment_failed(self, tag: int) -> None:
         piece = self._pieces.pop(tag, None)
@@ -307,22 +317,36 @@ class Context:
             self._finished += 1
             self._previous_boundary = piece.text.boundary
 
-    def _encode(self, step: Callable[[], bytes], now: float) -> AudioOut | None:
-        """Run one encoder step and wrap its bytes; timing comes from the samples a decoder will
-        play, not from byte counts (compressed formats, headers and codec frames)."""
-        before = self.encoder.samples_out
-        data = step()
-        if not data:
-            return None
-        samples = self.encoder.samples_out - before
-        offset_ms = 1000.0 * self._out_samples / self._out_rate
-        duration_ms = 1000.0 * samples / self._out_rate
-        self._out_samples += samples
-        if self.first_audio_at is None and samples > 0:
-            self.first_audio_at = now
-        out = AudioOut(self.id, self._seq, offset_ms, duration_ms, data)
-        self._seq += 1
-        return out
+    def _queue(
+        self, step: EncodeStep, audio: FloatArray | None = None, words: Sequence[WordTiming] = ()
+    ) -> EncodeJob:
+        job = EncodeJob(self._encoder, step, audio)
+        self._queued.append(_Queued(job, tuple(words)))
+        return job
+
+    # -- encoder results in ----------------------------------------------------------------------
+
+    def encoded(self, result: Encoded, now: float) -> tuple[list[AudioOut | TimestampsOut], bool]:
+        """The client events of the oldest queued step's result, and whether it ended the
+        context. Timing comes from the samples a decoder will play, not from byte counts
+        (compressed formats, headers and codec frames)."""
+        queued = self._queued.popleft()
+        out: list[AudioOut | TimestampsOut] = []
+        if queued.words:
+            # Codec priming inserted before this audio delays its words too.
+            shift_ms = 1000.0 * result.inserted_samples / self._out_rate
+            words = tuple(_shifted(w, shift_ms) for w in queued.words)
+            self.words.extend(words)
+            out.append(TimestampsOut(self.id, words))
+        if result.data:
+            offset_ms = 1000.0 * self._out_samples / self._out_rate
+            duration_ms = 1000.0 * result.samples / self._out_rate
+            self._out_samples += result.samples
+            if self.first_audio_at is None and result.samples > 0:
+                self.first_audio_at = now
+            out.append(AudioOut(self.id, self._seq, offset_ms, duration_ms, result.data))
+            self._seq += 1
+        return out, queued.job.step is EncodeStep.FINISH
 
     # -- read-outs -------------------------------------------------------------------------------
 
@@ -352,6 +376,12 @@ class Context:
             return ""
         start = len(self.text) - len(self.text.lstrip())
         return self.text[start : heard[-1].char_end]
+
+
+def _shifted(word: WordTiming, shift_ms: float) -> WordTiming:
+    if shift_ms == 0:
+        return word
+    return replace(word, start_ms=word.start_ms + shift_ms, end_ms=word.end_ms + shift_ms)
 
 
 def _extend_to_token(words: Sequence[WordSpan], end: int, text: PieceText) -> int:

@@ -6,6 +6,8 @@ Every transport connection owns one driver. The driver
   cancel a stream);
 * brings scheduler results from worker threads onto the event loop (``call_soon_threadsafe``) and
   feeds them to the session;
+* runs the session's encoder steps on a thread pool (``EncodeLanes``), each stream's in order,
+  and feeds their results to the session;
 * puts client events on a bounded queue that the transport's writer drains; when the queue is full
   the client is not reading, and the driver marks itself ``stalled`` so the transport can close it;
 * runs the idle-flush timer.
@@ -13,7 +15,7 @@ Every transport connection owns one driver. The driver
 The session calls ``dispatch`` itself after every call (``Session.on_output``), so protocols
 call the session and nothing else.
 
-It never runs inference and never blocks the loop.
+It never runs inference or encodes audio, and never blocks the loop.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import Executor
 from dataclasses import replace
 
 from voxflow.runtime.jobs import Drained, SchedulerEvent
 from voxflow.runtime.scheduler import Scheduler, StreamHandle
+from voxflow.session.encode_lanes import EncodeLanes
+from voxflow.session.encoding import Encoded
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -35,6 +40,7 @@ from voxflow.session.events import (
     ClientEvent,
     CloseStream,
     DoneOut,
+    EncodeAudio,
     ErrorOut,
     OpenStream,
     SubmitSegment,
@@ -88,6 +94,7 @@ class SessionDriver:
         metrics: ServerMetrics,
         queue_size: int = 512,
         clock: Callable[[], float] = time.monotonic,
+        encoder_pool: Executor | None = None,
     ) -> None:
         self.session = session
         self._scheduler = scheduler
@@ -95,6 +102,7 @@ class SessionDriver:
         self._clock = clock
         self._loop = asyncio.get_running_loop()
         self._streams: dict[int, StreamHandle] = {}
+        self._encoding = EncodeLanes(self._loop, encoder_pool, self._on_encoded)
         self._last_audio: dict[str, float] = {}
         self.outbound = Outbox(queue_size)
         self.stalled = asyncio.Event()
@@ -120,10 +128,13 @@ class SessionDriver:
             elif isinstance(output, CloseStream):
                 self._streams[output.serial].close_input()
             elif isinstance(output, CancelStream):
+                self._encoding.drop(output.serial)
                 stream = self._streams.pop(output.serial, None)
                 if stream is not None:
                     stream.cancel()
                     self._metrics.active_contexts.dec()
+            elif isinstance(output, EncodeAudio):
+                self._encoding.submit(output.serial, output.job)
             else:
                 self._emit(output)
         self._wake.set()
@@ -171,6 +182,16 @@ class SessionDriver:
             self._metrics.active_contexts.dec()
         self.session.synthesis_event(serial, event, self._clock())
 
+    def _on_encoded(self, serial: int, result: Encoded | BaseException) -> None:
+        if self._closed:
+            return
+        if isinstance(result, BaseException):
+            # An encoder bug: that context fails with an error event; the connection goes on.
+            log.error("encoding failed for stream %d", serial, exc_info=result)
+            self.session.encode_failed(serial, str(result))
+        else:
+            self.session.encoded(serial, result, self._clock())
+
     async def _idle_flush_loop(self) -> None:
         while True:
             deadline = self.session.next_deadline()
@@ -190,6 +211,7 @@ class SessionDriver:
             return
         self.session.close()
         self._closed = True
+        self._encoding.close()
         self._timer.cancel()
         # The timer honours its cancel at once; the bound only keeps teardown finite.
         await asyncio.wait({self._timer}, timeout=1.0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from voxflow.runtime.jobs import SegmentRequest
+from voxflow.session.encoding import EncodeJob
 
 
 @dataclass(frozen=True)
@@ -105,5 +106,14 @@ class CancelStream:
     serial: int
 
 
-RuntimeCommand = OpenStream | SubmitSegment | CloseStream | CancelStream
+@dataclass(frozen=True)
+class EncodeAudio:
+    """Run ``job`` off the event loop, after the earlier jobs of the same stream, and hand its
+    result to ``Session.encoded`` (``voxflow.session.encoding``)."""
+
+    serial: int
+    job: EncodeJob
+
+
+RuntimeCommand = OpenStream | SubmitSegment | CloseStream | CancelStream | EncodeAudio
 Output = ClientEvent | RuntimeCommand

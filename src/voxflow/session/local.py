@@ -8,12 +8,13 @@ Results come from worker threads through a queue; the caller's thread alone touc
 
 from __future__ import annotations
 
+import logging
 import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from voxflow.runtime.jobs import SchedulerEvent
+from voxflow.runtime.jobs import SchedulerEvent, SegmentRequest
 from voxflow.runtime.scheduler import Scheduler, StreamHandle
 from voxflow.session.events import (
     CancelledOut,
@@ -21,13 +22,16 @@ from voxflow.session.events import (
     ClientEvent,
     CloseStream,
     DoneOut,
+    EncodeAudio,
     ErrorOut,
     OpenStream,
     SubmitSegment,
 )
 from voxflow.session.session import Session
 
-__all__ = ["LocalRunner", "RunTimeout"]
+__all__ = ["LocalRunner", "RunTimeout", "drain_encoded"]
+
+log = logging.getLogger(__name__)
 
 
 class RunTimeout(TimeoutError):
@@ -52,6 +56,8 @@ class LocalRunner:
         self._results: queue.SimpleQueue[_Result] = queue.SimpleQueue()
         self._streams: dict[int, StreamHandle] = {}
         self.events: list[ClientEvent] = []  # every client event so far, in order
+        self.submitted: list[SegmentRequest] = []  # every engine request so far, in order
+        self._ended: set[str] = set()  # contexts that are done, cancelled or failed
         # The scheduler result that ``step`` applied last (its client events are the ones that
         # step returned): lets a benchmark see which request a word timing came from.
         self.last_result: SchedulerEvent | None = None
@@ -62,13 +68,14 @@ class LocalRunner:
     def dispatch(self) -> list[ClientEvent]:
         """Carry out what the session output since the last call; return its client events."""
         out: list[ClientEvent] = []
-        for output in self.session.drain():
+        for output in drain_encoded(self.session, self._clock):
             if isinstance(output, OpenStream):
                 self._streams[output.serial] = self._scheduler.open_stream(
                     self._sink(output.serial), paced=output.paced, burst_s=output.burst_s
                 )
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)
+                self.submitted.append(output.request)
             elif isinstance(output, CloseStream):
                 self._streams[output.serial].close_input()
             elif isinstance(output, CancelStream):
@@ -77,8 +84,15 @@ class LocalRunner:
                     stream.cancel()
             else:
                 out.append(output)
+                ended = _ended_context(output)
+                if ended is not None:
+                    self._ended.add(ended)
         self.events.extend(out)
         return out
+
+    def finished(self, context_id: str) -> bool:
+        """Whether ``context_id`` is done, cancelled or failed (as dispatched so far)."""
+        return context_id in self._ended
 
     def step(self, timeout: float) -> list[ClientEvent]:
         """Wait up to ``timeout`` seconds for one scheduler result or a timer, apply it, and
@@ -100,7 +114,7 @@ class LocalRunner:
         """Step until ``context_id`` is done, cancelled or failed; its events, in order."""
         out = self.dispatch()
         end = self._clock() + timeout
-        while not any(_ends(event, context_id) for event in out):
+        while not self.finished(context_id):
             left = end - self._clock()
             if left <= 0:
                 raise RunTimeout(f"context {context_id!r} did not finish in {timeout} s")
@@ -119,7 +133,31 @@ class LocalRunner:
         return deliver
 
 
-def _ends(event: ClientEvent, context_id: str) -> bool:
-    if isinstance(event, DoneOut | CancelledOut):
-        return event.context_id == context_id
-    return isinstance(event, ErrorOut) and event.context_id == context_id
+DrainedOutput = ClientEvent | OpenStream | SubmitSegment | CloseStream | CancelStream
+
+
+def drain_encoded(session: Session, clock: Callable[[], float]) -> list[DrainedOutput]:
+    """The session's outputs, with its encoder steps run here, on the caller's thread, and their
+    results fed back at once (a server's driver runs them on a pool thread instead); what the
+    results output is included, in order."""
+    out: list[DrainedOutput] = []
+    while outputs := session.drain():
+        for output in outputs:
+            if not isinstance(output, EncodeAudio):
+                out.append(output)
+                continue
+            try:
+                result = output.job.run()
+            except Exception as error:  # an encoder bug: this context fails, logged
+                log.exception("encoding failed for stream %d", output.serial)
+                session.encode_failed(output.serial, str(error))
+            else:
+                session.encoded(output.serial, result, clock())
+    return out
+
+
+def _ended_context(event: ClientEvent) -> str | None:
+    """The context that ``event`` ends (done, cancelled, or an error about it), if any."""
+    if isinstance(event, DoneOut | CancelledOut | ErrorOut):
+        return event.context_id
+    return None

@@ -10,6 +10,7 @@ from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.driver import SessionDriver
+from voxflow.session.encoder_pool import EncoderPool
 from voxflow.session.metrics import ServerMetrics
 from voxflow.session.runner import RunnerSettings
 from voxflow.session.session import Session, SessionConfig
@@ -27,6 +28,9 @@ class Services:
     metrics: ServerMetrics
     default_voice: str
     normalizer: Normalizer
+    # Encoder steps of every connection run here, off the event loop (``EncodeLanes``): as many
+    # threads as synthesis workers, since encoding competes with rendering for the same cores.
+    encoder_pool: EncoderPool
 
     @classmethod
     def build(cls, settings: ServerSettings) -> Services:
@@ -44,8 +48,16 @@ class Services:
         lexicon = (
             None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
         )
+        encoder_pool = EncoderPool(settings.worker_threads)
         return cls(
-            settings, registry, engine, scheduler, metrics, default_voice, Normalizer(lexicon)
+            settings,
+            registry,
+            engine,
+            scheduler,
+            metrics,
+            default_voice,
+            Normalizer(lexicon),
+            encoder_pool,
         )
 
     def session_config(self) -> SessionConfig:
@@ -63,7 +75,11 @@ class Services:
         """A session and its driver for one connection (call on the event loop)."""
         session = Session(config or self.session_config(), self.registry.get)
         return SessionDriver(
-            session, self.scheduler, self.metrics, queue_size=self.settings.outbound_queue
+            session,
+            self.scheduler,
+            self.metrics,
+            queue_size=self.settings.outbound_queue,
+            encoder_pool=self.encoder_pool,
         )
 
     def runner_settings(self) -> RunnerSettings:
@@ -71,3 +87,4 @@ class Services:
 
     def shutdown(self) -> None:
         self.scheduler.shutdown()
+        self.encoder_pool.shutdown(wait=True, cancel_futures=True)

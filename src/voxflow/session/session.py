@@ -1,11 +1,12 @@
 """The sans-I/O session: one client connection's contexts, as a state machine.
 
 Calls come in (``start``, ``text``, ``flush``, ``end``, ``cancel`` from the client;
-``synthesis_event`` from the runtime; ``poll`` from a timer) and outputs pile up in order, to be
-taken with ``drain()``: client events (``AudioOut``, ``TimestampsOut``, ``DoneOut``,
-``CancelledOut``, ``ErrorOut``) and runtime commands (``OpenStream``, ``SubmitSegment``,
-``CloseStream``, ``CancelStream``). The session does no I/O, starts no threads and reads no clock:
-``now`` is passed in.
+``synthesis_event`` and ``encoded`` from the runtime; ``poll`` from a timer) and outputs pile up
+in order, to be taken with ``drain()``: client events (``AudioOut``, ``TimestampsOut``,
+``DoneOut``, ``CancelledOut``, ``ErrorOut``) and runtime commands (``OpenStream``,
+``SubmitSegment``, ``CloseStream``, ``CancelStream``, ``EncodeAudio``). The session does no I/O,
+starts no threads, reads no clock (``now`` is passed in) and encodes no audio (it hands the
+encoder steps out, ``voxflow.session.encoding``).
 
 Guarantees the transports rely on:
 
@@ -40,12 +41,14 @@ from voxflow.runtime.jobs import (
     SegmentRequest,
 )
 from voxflow.session.context import DEFAULT_MAX_PIECE_CHARS, Context, ContextOptions, ContextState
+from voxflow.session.encoding import Encoded, EncodeJob
 from voxflow.session.events import (
     CancelledOut,
     CancelStream,
     CloseOut,
     CloseStream,
     DoneOut,
+    EncodeAudio,
     ErrorOut,
     OpenStream,
     Output,
@@ -175,8 +178,8 @@ class Session:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
             context = self._get(cid)
-            if context.state is ContextState.ENDING:
-                return
+            if context.state is not ContextState.OPEN:
+                return  # ending already
             self._submit(context, context.flush())
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
@@ -231,18 +234,37 @@ class Session:
         if isinstance(event, Prepared):
             context.prepared(event)
         elif isinstance(event, Rendered):
-            self._outputs.extend(context.rendered(event, now))
+            self._encode(context, context.rendered(event))
         elif isinstance(event, Failed):
             context.segment_failed(event.tag)
             self._outputs.append(
                 ErrorOut(context.id, "synthesis_failed", f"synthesis failed: {event.error}", True)
             )
         elif isinstance(event, Drained):
+            # Done once its last encoder step is back (``encoded``); until then it takes no text.
+            self._encode(context, [context.finish()])
+
+    @_notifies
+    def encoded(self, serial: int, result: Encoded, now: float) -> None:
+        """The result of the oldest ``EncodeAudio`` of stream ``serial`` still outstanding."""
+        context = self._by_serial.get(serial)
+        if context is None:
+            return  # cancelled or closed: its late results are dropped here
+        events, finished = context.encoded(result, now)
+        self._outputs.extend(events)
+        if finished:
             self._forget(context)
-            last = context.finish(now)
-            if last is not None:
-                self._outputs.append(last)
             self._outputs.append(DoneOut(context.id, context.metrics()))
+
+    @_notifies
+    def encode_failed(self, serial: int, message: str) -> None:
+        """An ``EncodeAudio`` job of stream ``serial`` raised: the context's audio cannot go on."""
+        context = self._by_serial.get(serial)
+        if context is None:
+            return
+        self._forget(context)
+        self._outputs.append(CancelStream(context.serial))
+        self._outputs.append(ErrorOut(context.id, "encoding_failed", f"encoding failed: {message}"))
 
     @_notifies
     def poll(self, now: float) -> None:
@@ -325,6 +347,9 @@ class Session:
 
     def _submit(self, context: Context, requests: list[SegmentRequest]) -> None:
         self._outputs.extend(SubmitSegment(context.serial, request) for request in requests)
+
+    def _encode(self, context: Context, jobs: list[EncodeJob]) -> None:
+        self._outputs.extend(EncodeAudio(context.serial, job) for job in jobs)
 
     def _errors(self, cid: str) -> _ErrorCatcher:
         return _ErrorCatcher(self._outputs, cid)
