@@ -36,11 +36,15 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(settings: ServerSettings) -> Iterator[str]:
-    """A real uvicorn server with the app, in a thread; yields its base URL."""
-    app = create_app(settings)
+def serving(settings: ServerSettings, join_s: float = 15.0) -> Iterator[uvicorn.Server]:
+    """A real uvicorn server with the app, in a thread of this process, as in production;
+    yields the started server (its app is ``server.config.app``)."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=settings.port, log_level="warning", lifespan="on"
+        create_app(settings),
+        host="127.0.0.1",
+        port=settings.port,
+        log_level="warning",
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
@@ -51,10 +55,18 @@ def running_server(settings: ServerSettings) -> Iterator[str]:
             raise RuntimeError("test server did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{settings.port}"
+        yield server
     finally:
         server.should_exit = True
-        thread.join(15)
+        thread.join(join_s)
+        assert not thread.is_alive(), "the test server did not stop"
+
+
+@contextlib.contextmanager
+def running_server(settings: ServerSettings) -> Iterator[str]:
+    """A real uvicorn server with the app, in a thread; yields its base URL."""
+    with serving(settings):
+        yield f"http://127.0.0.1:{settings.port}"
 
 
 @pytest.fixture(scope="session")

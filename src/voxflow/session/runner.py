@@ -11,8 +11,9 @@ A connection is made of three parts:
 
 ``run_connection`` runs them:
 
-* the reader hands every frame to the protocol, in order; when the peer is gone it asks the
-  protocol whether an answer is still owed (a Wyoming client that half-closed after a request);
+* the reader hands every frame to the protocol, in order, and sends the answer the protocol
+  gives at once, if any (Wyoming's ``info`` needs no session event); when the peer is gone it asks
+  the protocol whether an answer is still owed (a Wyoming client that half-closed after a request);
 * the writer takes events from the outbox, asks the protocol for their frames and sends them,
   each send bounded by the write timeout; a reply that closes the connection ends it;
 * a client that stops reading (the outbox fills, or one send outlasts the timeout) is closed
@@ -78,8 +79,10 @@ class Reply(Generic[_Out_co]):
 class WireProtocol(Protocol[_In_contra, _Out_co]):
     """One connection's protocol state, without I/O."""
 
-    def receive(self, frame: _In_contra) -> None:
-        """Apply one client frame (bad frames become error events, in order)."""
+    def receive(self, frame: _In_contra) -> Reply[_Out_co] | None:
+        """Apply one client frame (bad frames become error events, in order). A protocol that
+        answers a frame by itself, with no session event to wait for, returns the answer: the
+        reader sends it, never in the middle of another reply."""
 
     def reply(self, event: ClientEvent) -> Reply[_Out_co]:
         """The frames for one session event, in the protocol's wire shape."""
@@ -135,6 +138,20 @@ async def run_connection(
     """Serve one connection until it ends (see the module docstring); always returns."""
     close: Close | None = None
     outcome: list[tuple[_End, Close | None]] = []
+    sending = asyncio.Lock()  # the reader's answers and the writer's replies never interleave
+
+    async def send(reply: Reply[FrameOut]) -> bool:
+        """Send ``reply``'s frames; True when it closes the connection."""
+        async with sending:
+            for frame in reply.frames:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
+                # that lands as the send completes, and the writer then never ends.
+                async with asyncio.timeout(settings.write_timeout_s):
+                    await transport.send(frame)
+        if reply.close is not None:
+            outcome.append((_End.CLOSE, reply.close))
+            return True
+        return False
 
     async def read() -> None:
         while True:
@@ -145,19 +162,14 @@ async def run_connection(
                     return
                 await asyncio.Event().wait()  # the writer finishes the answer owed
             else:
-                protocol.receive(frame)
+                answer = protocol.receive(frame)
+                if answer is not None and await send(answer):
+                    return
 
     async def write() -> None:
         while True:
             event = await driver.outbound.get()
-            reply = protocol.reply(driver.sent(event) or event)
-            for frame in reply.frames:
-                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
-                # that lands as the send completes, and the writer then never ends.
-                async with asyncio.timeout(settings.write_timeout_s):
-                    await transport.send(frame)
-            if reply.close is not None:
-                outcome.append((_End.CLOSE, reply.close))
+            if await send(protocol.reply(driver.sent(event) or event)):
                 return
 
     async def watch() -> None:
@@ -192,11 +204,31 @@ async def run_connection(
     finally:
         await _teardown(tasks, driver, settings.teardown_s)
     if close is not None:
-        try:
-            async with asyncio.timeout(settings.teardown_s):
-                await transport.close(close)
-        except (TimeoutError, PeerGone):
-            pass  # the peer is gone or not reading: the connection is over all the same
+        await _close_transport(transport, close, settings.teardown_s)
+
+
+async def _close_transport(
+    transport: Transport[FrameIn, FrameOut], close: Close, teardown_s: float
+) -> None:
+    """Close the transport within ``teardown_s``. The close runs as its own task: a close that
+    ignores its cancel (a stuck socket library) is left behind and logged, never awaited."""
+
+    async def closed() -> None:
+        await transport.close(close)
+
+    closing = asyncio.create_task(closed(), name="voxflow-close")
+    try:
+        done, _ = await asyncio.wait({closing}, timeout=teardown_s)
+    finally:
+        closing.cancel()  # no-op once done; the handler's own cancel stops the close too
+    if not done:
+        log.warning("closing the transport took longer than %.1f s; left cancelled", teardown_s)
+        return
+    error = None if closing.cancelled() else closing.exception()
+    if error is not None and not isinstance(error, PeerGone):
+        # PeerGone: the peer left first, the connection is over all the same. Anything else is
+        # a bug in the transport adapter: logged, and the handler still returns.
+        log.error("closing the transport failed", exc_info=error)
 
 
 def _outcome(
@@ -224,15 +256,18 @@ def _outcome(
 async def _teardown(
     tasks: set[asyncio.Task[None]], driver: SessionDriver, teardown_s: float
 ) -> None:
-    for task in tasks:
-        task.cancel()
-    _, pending = await asyncio.wait(tasks, timeout=teardown_s)
-    for task in pending:
-        # A task that ignores its cancel (it should not exist): log it, never wait forever.
-        log.error("connection task %s did not end within %.1f s", task.get_name(), teardown_s)
-    for task in tasks - pending:
-        error = None if task.cancelled() else task.exception()
-        if error is not None and not isinstance(error, TimeoutError | PeerGone):
-            # A bug in a protocol or the driver: the connection closes; never silently.
-            log.error("connection task %s failed", task.get_name(), exc_info=error)
-    await driver.close()
+    try:
+        for task in tasks:
+            task.cancel()
+        _, pending = await asyncio.wait(tasks, timeout=teardown_s)
+        for task in pending:
+            # A task that ignores its cancel (it should not exist): log it, never wait forever.
+            log.error("connection task %s did not end within %.1f s", task.get_name(), teardown_s)
+        for task in tasks - pending:
+            error = None if task.cancelled() else task.exception()
+            if error is not None and not isinstance(error, TimeoutError | PeerGone):
+                # A bug in a protocol or the driver: the connection closes; never silently.
+                log.error("connection task %s failed", task.get_name(), exc_info=error)
+    finally:
+        # Even when the handler itself is cancelled mid-teardown, the session's streams stop.
+        await driver.close()

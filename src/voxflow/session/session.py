@@ -26,12 +26,8 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
-from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
-from voxflow.audio.seams import SeamSettings
-from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.runtime.jobs import (
     Drained,
     Failed,
@@ -40,8 +36,9 @@ from voxflow.runtime.jobs import (
     SchedulerEvent,
     SegmentRequest,
 )
-from voxflow.session.context import DEFAULT_MAX_PIECE_CHARS, Context, ContextOptions, ContextState
+from voxflow.session.context import Context, ContextState
 from voxflow.session.encoding import Encoded, EncodeJob
+from voxflow.session.errors import SessionError
 from voxflow.session.events import (
     CancelledOut,
     CancelStream,
@@ -54,53 +51,27 @@ from voxflow.session.events import (
     Output,
     SubmitSegment,
 )
-from voxflow.text.buffer import ChunkingConfig
-from voxflow.text.lexicon import Lexicon
-from voxflow.text.normalize import NormalizationMode, Normalizer
+from voxflow.session.options import (
+    SessionConfig,
+    StartOptions,
+    VoiceLookup,
+    check_text,
+    context_options,
+)
+
+# SessionConfig, StartOptions, VoiceLookup (``options``) and SessionError (``errors``) live in
+# modules of their own; re-exported so that the many imports from here keep working.
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "Session",
+    "SessionConfig",
+    "SessionError",
+    "StartOptions",
+    "VoiceLookup",
+]
 
 DEFAULT_CONTEXT = "default"
 
-
-@dataclass(frozen=True)
-class SessionConfig:
-    default_voice: str
-    default_format: str = "pcm_24000"
-    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
-    max_contexts: int = 16
-    max_message_chars: int = 10_000
-    max_buffered_chars: int = 50_000
-    seams: SeamSettings = field(default_factory=SeamSettings)
-    normalizer: Normalizer = field(default_factory=Normalizer)  # server-wide lexicon included
-    max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS  # spoken characters per engine call
-
-
-@dataclass(frozen=True)
-class StartOptions:
-    """What a client may set when it opens a context; ``None`` means the session default."""
-
-    voice: str | None = None
-    output_format: str | None = None
-    settings: VoiceSettings = field(default_factory=VoiceSettings)
-    chunk_length_schedule: tuple[int, ...] | None = None
-    auto_mode: bool | None = None
-    normalization: NormalizationMode = NormalizationMode.AUTO
-    lexicon: Lexicon | None = None  # per-request entries, over the server-wide lexicon
-    # Paced contexts keep a bounded lead over their listener's playback (a live stream); an
-    # unpaced one renders as fast as the workers allow (a whole-text HTTP request).
-    paced: bool = True
-
-
-class SessionError(Exception):
-    """A client mistake, reported as an ``ErrorOut`` with this code."""
-
-    def __init__(self, code: str, message: str, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.retryable = retryable
-
-
-VoiceLookup = Callable[[str], VoiceInfo]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -147,12 +118,7 @@ class Session:
     def text(self, context_id: str | None, text: str, now: float) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
-            if len(text) > self._config.max_message_chars:
-                raise SessionError(
-                    "text_too_long",
-                    f"a text message may hold at most {self._config.max_message_chars} "
-                    f"characters, got {len(text)}",
-                )
+            check_text(text, self._config.max_message_chars)
             context = self._contexts.get(cid) or self._open(cid, StartOptions(), now)
             if context.state is not ContextState.OPEN:
                 raise SessionError("context_ending", f"context {cid!r} has ended; no more text")
@@ -207,9 +173,11 @@ class Session:
             )
 
     @_notifies
-    def error(self, context_id: str | None, code: str, message: str) -> None:
+    def error(
+        self, context_id: str | None, code: str, message: str, retryable: bool = False
+    ) -> None:
         """Report a transport-level problem (malformed JSON, unknown type) in order."""
-        self._outputs.append(ErrorOut(context_id, code, message))
+        self._outputs.append(ErrorOut(context_id, code, message, retryable))
 
     @_notifies
     def request_close(self, reason: str) -> None:
@@ -294,45 +262,14 @@ class Session:
             raise SessionError(
                 "too_many_contexts",
                 f"at most {self._config.max_contexts} contexts may be open at once",
-                retryable=True,
             )
-        voice_name = options.voice or self._config.default_voice
-        try:
-            voice = self._voices(voice_name)
-        except VoiceNotFoundError as error:
-            raise SessionError("unknown_voice", str(error)) from error
-        try:
-            fmt = parse_output_format(options.output_format or self._config.default_format)
-        except UnsupportedFormatError as error:
-            raise SessionError("unsupported_format", str(error)) from error
-        chunking = self._config.chunking
-        try:
-            if options.chunk_length_schedule is not None:
-                chunking = replace(chunking, chunk_length_schedule=options.chunk_length_schedule)
-            if options.auto_mode is not None:
-                chunking = replace(chunking, auto_mode=options.auto_mode)
-            chunking = _lead_for_decoder(chunking, fmt.decoder_read_s, options.settings.speed)
-        except ValueError as error:
-            raise SessionError("invalid_message", str(error)) from error
-        context = Context(
-            cid,
-            next(self._serials),
-            ContextOptions(
-                voice=voice.name,
-                output_format=fmt,
-                settings=options.settings,
-                chunking=chunking,
-                source_rate=voice.sample_rate,
-                seams=self._config.seams,
-                normalizer=self._config.normalizer.with_lexicon(options.lexicon),
-                normalization=options.normalization,
-                max_piece_chars=self._config.max_piece_chars,
-            ),
-            now,
-        )
+        resolved = context_options(self._config, options, self._voices)
+        context = Context(cid, next(self._serials), resolved, now)
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
-        self._outputs.append(OpenStream(context.serial, options.paced, fmt.decoder_read_s))
+        self._outputs.append(
+            OpenStream(context.serial, options.paced, resolved.output_format.decoder_read_s)
+        )
         return context
 
     def _get(self, cid: str) -> Context:
@@ -353,24 +290,6 @@ class Session:
 
     def _errors(self, cid: str) -> _ErrorCatcher:
         return _ErrorCatcher(self._outputs, cid)
-
-
-# English text as the bundled voice speaks it at speed 1: about 15 characters a second.
-_SPOKEN_CHARS_PER_S = 15.0
-
-
-def _lead_for_decoder(chunking: ChunkingConfig, read_s: float, speed: float) -> ChunkingConfig:
-    """A lead long enough for the client's decoder to start on it alone.
-
-    A client that decodes MP3 or AAC with FFmpeg reads 1.5 to 2.5 s of audio before it plays
-    anything (``OutputFormat.decoder_read_s``); a lead shorter than that leaves it waiting for
-    the rest of the sentence, which an LLM may not have written yet.
-    """
-    if chunking.lead_cost is None or read_s <= 0:
-        return chunking
-    low, high = chunking.lead_cost
-    needed = int(read_s * _SPOKEN_CHARS_PER_S * speed) + 1
-    return replace(chunking, lead_cost=(max(low, needed), max(high, needed + high - low)))
 
 
 class _ErrorCatcher:

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from voxflow.session.session import SessionError
+from voxflow.session.errors import SessionError
 
 __all__ = ["decode_object", "dump"]
 

@@ -9,9 +9,10 @@ unlike the WebSocket's per-chunk milliseconds.
 
 Shared with the WebSocket transport: voice id resolution (a voxflow voice name, or an
 ElevenLabs-style 20-character id, which maps to the default voice), ``voice_settings`` parsing and
-the output format rule (ElevenLabs' default, ``mp3_44100_128``, is refused until the mp3 encoder
-exists, as every mp3 and opus name is). Errors use ElevenLabs' HTTP shape,
-``{"detail": {"status": ..., "message": ...}}``, so its SDKs surface the message.
+the output format (ElevenLabs' default, ``mp3_44100_128``, when none is named); the checks
+themselves are ``voxflow.session.options``'. Errors are ``SessionError``s, answered in ElevenLabs'
+HTTP shape, ``{"detail": {"status": ..., "message": ...}}`` (``errors.http_error``), so its SDKs
+surface the message.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
-from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
+from voxflow.audio.formats import OutputFormat
+from voxflow.engines.base import VoiceInfo, VoiceSettings
+from voxflow.session import options
 from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
 from voxflow.session.driver import SessionDriver, request_events
 from voxflow.session.events import TimestampsOut
 from voxflow.session.services import Services
-from voxflow.session.session import StartOptions
+from voxflow.session.session import SessionError, StartOptions
 from voxflow.text.normalize import NormalizationMode
+from voxflow.transports.elevenlabs.errors import http_error
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
@@ -41,20 +44,10 @@ ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
 _CONTEXT = "tts"
 
 
-class ElevenLabsError(ValueError):
-    """A bad request: ``status`` is ElevenLabs' snake_case error name."""
-
-    def __init__(self, status: str, message: str, http_status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.http_status = http_status
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(
-            {"detail": {"status": self.status, "message": self.message}},
-            status_code=self.http_status,
-        )
+def error_response(error: SessionError) -> JSONResponse:
+    """``error`` in ElevenLabs' HTTP shape."""
+    answer = http_error(error.code, error.message)
+    return JSONResponse(answer.body, status_code=answer.status)
 
 
 # -- shared with the WebSocket transport ----------------------------------------------------------
@@ -65,37 +58,25 @@ def resolve_voice_id(services: Services, voice_id: str) -> str:
 
     A voxflow voice name selects that voice. Clients written for ElevenLabs carry opaque ids for
     voices that do not exist here; an id of ElevenLabs' shape maps to the default voice so they
-    work unchanged. Anything else is a typo and answers ``voice_not_found``.
+    work unchanged. Anything else is a typo: ``unknown_voice`` (ElevenLabs' ``voice_not_found``).
     """
-    try:
-        return services.registry.get(voice_id).name
-    except VoiceNotFoundError as error:
-        if ELEVENLABS_VOICE_ID.fullmatch(voice_id):
-            return services.default_voice
-        raise ElevenLabsError(
-            "voice_not_found",
-            f"A voice with the voice_id {voice_id} was not found ({error}; ElevenLabs-style "
-            "20-character ids map to the default voice).",
-            404,
-        ) from error
+    return options.resolve_voice(
+        services.registry.get,
+        voice_id,
+        services.default_voice,
+        alias=lambda name: ELEVENLABS_VOICE_ID.fullmatch(name) is not None,
+        hint="ElevenLabs-style 20-character ids map to the default voice",
+    ).name
 
 
 def check_output_format(name: str | None) -> OutputFormat:
     """The output format asked for; absent means ElevenLabs' default, mp3_44100_128."""
-    try:
-        return parse_output_format(name or ELEVENLABS_DEFAULT_FORMAT)
-    except UnsupportedFormatError as error:
-        raise ElevenLabsError("invalid_output_format", str(error)) from error
+    return options.output_format(name or ELEVENLABS_DEFAULT_FORMAT)
 
 
 def normalization_mode(raw: str | None) -> NormalizationMode:
     """ElevenLabs' ``apply_text_normalization`` (``auto``, ``on``, ``off``; absent: ``auto``)."""
-    try:
-        return NormalizationMode((raw or "auto").lower())
-    except ValueError:
-        raise ElevenLabsError(
-            "invalid_request", f"apply_text_normalization must be auto, on or off, got {raw!r}"
-        ) from None
+    return options.normalization_mode(raw)
 
 
 def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
@@ -104,16 +85,13 @@ def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ElevenLabsError("invalid_voice_settings", "voice_settings must be an object")
+        raise SessionError("invalid_voice_settings", "voice_settings must be an object")
     speed = raw.get("speed")
     if speed is None:
         speed = 1.0
     if isinstance(speed, bool) or not isinstance(speed, int | float):
-        raise ElevenLabsError("invalid_voice_settings", "voice_settings.speed must be a number")
-    try:
-        return VoiceSettings(speed=float(speed), seed=seed)
-    except ValueError as error:
-        raise ElevenLabsError("invalid_voice_settings", str(error)) from error
+        raise SessionError("invalid_voice_settings", "voice_settings.speed must be a number")
+    return options.voice_settings(speed=float(speed), seed=seed)
 
 
 def ws_alignment(alignment: ChunkAlignment) -> dict[str, Any] | None:
@@ -186,13 +164,13 @@ def voices_v2(
 ) -> Response:
     """``GET /v2/voices``: ElevenLabs' paginated listing (``search`` matches the name)."""
     if not 1 <= page_size <= 100:
-        return ElevenLabsError(
-            "invalid_page_size", "page_size must be between 1 and 100"
-        ).response()
+        return error_response(
+            SessionError("invalid_page_size", "page_size must be between 1 and 100")
+        )
     try:
         start = int(next_page_token or 0)
     except ValueError:
-        return ElevenLabsError("invalid_page_token", "next_page_token is not valid").response()
+        return error_response(SessionError("invalid_page_token", "next_page_token is not valid"))
     voices = [v for v in services.registry.list() if not search or search.lower() in v.name.lower()]
     page = voices[start : start + page_size]
     more = start + page_size < len(voices)
@@ -210,8 +188,8 @@ def voice(services: Services, voice_id: str) -> Response:
     """``GET /v1/voices/{voice_id}``; an ElevenLabs-style id describes the default voice."""
     try:
         name = resolve_voice_id(services, voice_id)
-    except ElevenLabsError as error:
-        return error.response()
+    except SessionError as error:
+        return error_response(error)
     return JSONResponse({**_voice(services, services.registry.get(name)), "voice_id": voice_id})
 
 
@@ -248,23 +226,19 @@ async def text_to_speech(
         voice_name = resolve_voice_id(services, voice_id)
         settings = voice_settings(body.voice_settings, body.seed)
         normalization = normalization_mode(body.apply_text_normalization)
-        if len(body.text) > services.settings.max_message_chars:
-            raise ElevenLabsError(
-                "max_character_limit_exceeded",
-                f"text is longer than {services.settings.max_message_chars} characters",
-            )
-    except ElevenLabsError as error:
-        return error.response()
+        options.check_text(body.text, services.settings.max_message_chars)
+    except SessionError as error:
+        return error_response(error)
     driver = services.new_driver()
     now = driver.now()
-    options = StartOptions(
+    start = StartOptions(
         voice=voice_name,
         output_format=fmt.name,
         settings=settings,
         normalization=normalization,
         paced=False,
     )
-    driver.session.start(_CONTEXT, options, now)
+    driver.session.start(_CONTEXT, start, now)
     driver.session.text(_CONTEXT, body.text, now)
     driver.session.end(_CONTEXT, now)
     headers = {"Cache-Control": "no-store"}

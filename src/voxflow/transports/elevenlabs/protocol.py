@@ -27,10 +27,11 @@ Client messages (JSON text frames):
 Server messages: ``{"audio": "<base64>", "isFinal": null, "normalizedAlignment": {...},
 "alignment": {...}}`` where the alignment lists the characters first heard in that chunk with
 times in ms from the chunk's start (``null`` for a chunk that starts none), then ``{"isFinal":
-true}``; multi-stream adds ``"contextId"``. Errors are ElevenLabs-shaped, ``{"message": ...,
-"error": ..., "code": 1008}``, and close the socket with that code as ElevenLabs does;
-only a failed synthesis of one segment is reported without closing. A connection with no client
-message and no audio for ``inactivity_timeout`` seconds (20 by default, at most 180) closes with
+true}``; multi-stream adds ``"contextId"``. Errors are ``SessionError``s and ``ErrorOut``s,
+answered ElevenLabs-shaped, ``{"message": ..., "error": ..., "code": 1008}``, and close the
+socket with that code as ElevenLabs does (``errors.socket_error``); only a failed synthesis of
+one segment is reported without closing. A connection with no client message and no audio for
+``inactivity_timeout`` seconds (20 by default, at most 180) closes with
 ``input_timeout_exceeded``.
 """
 
@@ -52,22 +53,25 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
+from voxflow.session.options import MAX_SEED
 from voxflow.session.runner import Close, Reply
 from voxflow.session.services import Services
 from voxflow.session.session import Session, SessionError, StartOptions
 from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.elevenlabs import http as elevenlabs_http
-from voxflow.transports.elevenlabs.http import ElevenLabsError, ws_alignment
+from voxflow.transports.elevenlabs.errors import (
+    INTERNAL_ERROR,
+    NORMAL_CLOSURE,
+    POLICY_VIOLATION,
+    socket_error,
+)
+from voxflow.transports.elevenlabs.http import ws_alignment
 from voxflow.transports.wire import decode_object, dump
 
 ELEVENLABS_MAX_CONTEXTS = 5
 DEFAULT_INACTIVITY_S = 20
 MAX_INACTIVITY_S = 180
 SCHEDULE_RANGE = (50, 500)  # ElevenLabs' bounds for each chunk_length_schedule entry
-NORMAL_CLOSURE = 1000
-POLICY_VIOLATION = 1008
-INTERNAL_ERROR = 1011
-TRY_AGAIN_LATER = 1013
 STREAM_CONTEXT = "stream"  # the one context of stream-input (never shown to the client)
 DEFAULT_CONTEXT = "default"  # multi-stream messages without a context_id
 
@@ -92,7 +96,7 @@ def _flag(query: Mapping[str, str], name: str) -> bool | None:
         return True
     if raw.lower() in ("false", "0"):
         return False
-    raise ElevenLabsError("invalid_request", f"{name} must be true or false, got {raw!r}")
+    raise SessionError("invalid_request", f"{name} must be true or false, got {raw!r}")
 
 
 def _integer(query: Mapping[str, str], name: str) -> int | None:
@@ -102,9 +106,7 @@ def _integer(query: Mapping[str, str], name: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise ElevenLabsError(
-            "invalid_request", f"{name} must be an integer, got {raw!r}"
-        ) from None
+        raise SessionError("invalid_request", f"{name} must be an integer, got {raw!r}") from None
 
 
 def parse_connection(
@@ -119,12 +121,13 @@ def parse_connection(
     if timeout is None:
         timeout = DEFAULT_INACTIVITY_S
     if not 1 <= timeout <= MAX_INACTIVITY_S:
-        raise ElevenLabsError(
+        raise SessionError(
             "invalid_request", f"inactivity_timeout must be between 1 and {MAX_INACTIVITY_S}"
         )
     seed = _integer(query, "seed")
-    if seed is not None and not 0 <= seed <= 4_294_967_295:
-        raise ElevenLabsError("invalid_request", "seed must be between 0 and 4294967295")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        # The query string's, so the connection is refused before any context starts.
+        raise SessionError("invalid_request", f"seed must be between 0 and {MAX_SEED}")
     return ConnectionOptions(
         voice,
         fmt.name,
@@ -179,7 +182,7 @@ class ElevenLabsProtocol:
         self.options: ConnectionOptions | None = None
         try:
             self.options = parse_connection(services, voice_id, query)
-        except ElevenLabsError as error:
+        except SessionError as error:
             self._fail(error)
 
     @property
@@ -194,13 +197,9 @@ class ElevenLabsProtocol:
             return
         try:
             if isinstance(frame, bytes):
-                raise ElevenLabsError("invalid_message", "binary frames are not accepted")
-            try:
-                message = decode_object(frame)
-            except SessionError as error:
-                raise ElevenLabsError(error.code, error.message) from None
-            self._apply(message)
-        except ElevenLabsError as error:
+                raise SessionError("invalid_message", "binary frames are not accepted")
+            self._apply(decode_object(frame))
+        except SessionError as error:
             self._fail(error)
 
     def peer_gone(self) -> bool:
@@ -216,7 +215,7 @@ class ElevenLabsProtocol:
             return
         seconds = round(self.inactivity_timeout_s)
         self._fail(
-            ElevenLabsError(
+            SessionError(
                 "input_timeout_exceeded",
                 f"Have not received a new text input within the timeout of {seconds} seconds. "
                 "Streaming input terminated. Please make sure to either feed the input in a "
@@ -224,10 +223,10 @@ class ElevenLabsProtocol:
             )
         )
 
-    def _fail(self, error: ElevenLabsError) -> None:
+    def _fail(self, error: SessionError) -> None:
         # In order behind the events already queued; the writer closes the socket on it.
         self._failed = True
-        self._session.error(None, error.status, error.message)
+        self._session.error(None, error.code, error.message, error.retryable)
 
     def _apply(self, message: dict[str, Any]) -> None:
         now = self._clock()
@@ -239,7 +238,7 @@ class ElevenLabsProtocol:
         cid = self._context_id(message)
         text = message.get("text")
         if text is not None and not isinstance(text, str):
-            raise ElevenLabsError("invalid_message", "text must be a string")
+            raise SessionError("invalid_message", "text must be a string")
         if self._multi and message.get("close_context") is True:
             self._close_context(cid, now)
             return
@@ -257,7 +256,7 @@ class ElevenLabsProtocol:
                 return
             context = self._start(cid, message, now)
         elif context.closing:
-            raise ElevenLabsError(
+            raise SessionError(
                 "context_closing",
                 f"context {cid!r} is closing; wait for its isFinal before reusing the id",
             )
@@ -276,14 +275,14 @@ class ElevenLabsProtocol:
         if cid is None:
             return DEFAULT_CONTEXT
         if not isinstance(cid, str) or not cid:
-            raise ElevenLabsError("invalid_message", "context_id must be a non-empty string")
+            raise SessionError("invalid_message", "context_id must be a non-empty string")
         return cid
 
     def _start(self, cid: str, message: dict[str, Any], now: float) -> _Context:
         assert self.options is not None  # a connection without options has failed
         if self._session.open_contexts >= self._max_contexts:
-            raise ElevenLabsError(
-                "max_active_conversations",
+            raise SessionError(
+                "too_many_contexts",
                 "Maximum simultaneous contexts per WebSocket connection exceeded "
                 f"({self._max_contexts}). Please close an existing context before opening a "
                 "new one.",
@@ -308,7 +307,7 @@ class ElevenLabsProtocol:
         if config is None:
             return None
         if not isinstance(config, dict):
-            raise ElevenLabsError("invalid_message", "generation_config must be an object")
+            raise SessionError("invalid_message", "generation_config must be an object")
         raw = config.get("chunk_length_schedule")
         if raw is None:
             return None
@@ -319,7 +318,7 @@ class ElevenLabsProtocol:
             or any(isinstance(v, bool) or not isinstance(v, int | float) for v in raw)
             or any(not low <= v <= high for v in raw)
         ):
-            raise ElevenLabsError(
+            raise SessionError(
                 "invalid_chunk_length_schedule",
                 f"chunk_length_schedule must be a list of numbers between {low} and {high}",
             )
@@ -413,14 +412,11 @@ class ElevenLabsProtocol:
         return Reply(frames, Close(NORMAL_CLOSURE))
 
     def _error(self, event: ErrorOut) -> Reply[str]:
-        if event.code == "synthesis_failed":
-            # One segment is missing from the audio; the context goes on.
-            return Reply([_error_frame(event.code, event.message, INTERNAL_ERROR)])
+        error = socket_error(event.code, event.message)
+        if error.close_code is None:
+            return Reply([dump(error.frame)])
         self._failed = True
-        return Reply(
-            [_error_frame(event.code, event.message, POLICY_VIOLATION)],
-            Close(POLICY_VIOLATION, event.message),
-        )
+        return Reply([dump(error.frame)], Close(error.close_code, event.message))
 
     def _audio(self, cid: str, data: bytes, alignment: ChunkAlignment) -> str:
         chars = ws_alignment(alignment)
@@ -441,7 +437,3 @@ def driver_contexts(services: Services, multi: bool) -> int:
     if not multi:
         return 1
     return min(ELEVENLABS_MAX_CONTEXTS, services.settings.max_contexts_per_connection)
-
-
-def _error_frame(error: str, message: str, code: int) -> str:
-    return dump({"message": message, "error": error, "code": code})

@@ -11,13 +11,11 @@ from starlette.websockets import WebSocket
 
 from voxflow.session.runner import run_connection
 from voxflow.session.services import Services
+from voxflow.session.session import SessionError
 from voxflow.transports.elevenlabs import http as elevenlabs_http
-from voxflow.transports.elevenlabs.http import ElevenLabsError, SpeechBody
-from voxflow.transports.elevenlabs.protocol import (
-    TRY_AGAIN_LATER,
-    ElevenLabsProtocol,
-    driver_contexts,
-)
+from voxflow.transports.elevenlabs.errors import TRY_AGAIN_LATER
+from voxflow.transports.elevenlabs.http import SpeechBody, error_response
+from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol, driver_contexts
 from voxflow.transports.websocket import websocket_transport
 
 __all__ = ["mount_elevenlabs", "serve_elevenlabs"]
@@ -49,9 +47,7 @@ def mount_elevenlabs(app: FastAPI) -> None:
         return getattr(request.app.state, "services", None)
 
     def starting() -> Response:
-        return ElevenLabsError(
-            "service_unavailable", "the server is still starting", 503
-        ).response()
+        return error_response(SessionError("service_unavailable", "the server is still starting"))
 
     async def speech(
         request: Request,

@@ -11,7 +11,6 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from voxflow.engines.base import VoiceSettings
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -21,10 +20,11 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
+from voxflow.session.options import normalization_mode, voice_settings
 from voxflow.session.runner import Close, Reply
 from voxflow.session.session import Session, SessionError, StartOptions
 from voxflow.text.lexicon import Lexicon, LexiconEntry
-from voxflow.text.normalize import NormalizationMode
+from voxflow.transports.native.errors import error_body
 from voxflow.transports.wire import decode_object, dump
 
 __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
@@ -34,7 +34,6 @@ WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
 INTERNAL_ERROR_CLOSE_CODE = 1011
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel")
 MAX_LEXICON_ENTRIES = 1000
-WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
 
 
 def _field(message: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
@@ -73,7 +72,8 @@ def parse_lexicon(raw: object) -> Lexicon | None:
 
 
 def parse_start(message: dict[str, Any]) -> StartOptions:
-    """The options of a ``start`` message, validated."""
+    """The options of a ``start`` message: field types here, values in
+    ``voxflow.session.options``."""
     schedule = message.get("chunk_length_schedule")
     if schedule is not None and (
         not isinstance(schedule, list)
@@ -81,26 +81,18 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in schedule)
     ):
         raise SessionError("invalid_message", "chunk_length_schedule must be a list of integers")
-    try:
-        settings = VoiceSettings(
-            speed=float(_field(message, "speed", (int, float)) or 1.0),
-            noise_scale=_field(message, "noise_scale", (int, float)),
-            noise_w=_field(message, "noise_w", (int, float)),
-            seed=_field(message, "seed", int),
-            speaker_id=_field(message, "speaker_id", int),
-        )
-    except ValueError as error:
-        raise SessionError("invalid_message", str(error)) from error
-    raw_mode = _field(message, "apply_text_normalization", str)
-    try:
-        normalization = NormalizationMode((raw_mode or "auto").lower())
-    except ValueError:
-        raise SessionError(
-            "invalid_message", "apply_text_normalization must be auto, on or off"
-        ) from None
+    speed = _field(message, "speed", (int, float))
+    settings = voice_settings(
+        # 0 is a speed, and out of range: only an absent speed means the default.
+        speed=1.0 if speed is None else float(speed),
+        noise_scale=_field(message, "noise_scale", (int, float)),
+        noise_w=_field(message, "noise_w", (int, float)),
+        seed=_field(message, "seed", int),
+        speaker_id=_field(message, "speaker_id", int),
+    )
     return StartOptions(
         voice=_field(message, "voice", str),
-        normalization=normalization,
+        normalization=normalization_mode(_field(message, "apply_text_normalization", str)),
         lexicon=parse_lexicon(message.get("lexicon")),
         output_format=_field(message, "output_format", str),
         settings=settings,
@@ -134,7 +126,7 @@ class NativeProtocol:
             context_id = raw_context
             self._apply(message, context_id, received_at)
         except SessionError as error:
-            self._session.error(context_id, error.code, error.message)
+            self._session.error(context_id, error.code, error.message, error.retryable)
 
     def _apply(self, message: dict[str, Any], context_id: str | None, received_at: float) -> None:
         now = self._clock()
@@ -231,13 +223,7 @@ def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
             "latency_ms": round(event.latency_ms, 3),
         }
     elif isinstance(event, ErrorOut):
-        body = {
-            "type": "error",
-            "context_id": event.context_id,
-            "code": event.code,
-            "message": event.message,
-            "retryable": event.retryable,
-        }
+        body = error_body(event)
     else:
         raise TypeError(f"no wire form for {event!r}")
     return dump(body), extra

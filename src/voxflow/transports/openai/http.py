@@ -5,7 +5,8 @@ open-ended sizes, then the samples) and ``pcm`` (headerless 24 kHz s16le mono, a
 encoded as the audio is rendered (``voxflow.audio.formats.openai_output_format``).
 ``stream_format=sse`` wraps the encoded audio in ``speech.audio.delta`` events and ends with
 ``speech.audio.done``. OpenAI's voice names are accepted and mapped to the default voice so
-clients that whitelist them work unchanged.
+clients that whitelist them work unchanged. A refused request is a ``SessionError``, answered
+with OpenAI's error object (``errors.openai_error``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from typing import Literal
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from voxflow.audio.formats import UnsupportedFormatError, openai_output_format
-from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
+from voxflow.audio.formats import openai_output_format
+from voxflow.session import options
 from voxflow.session.driver import SessionDriver, request_events
 from voxflow.session.events import AudioOut
 from voxflow.session.services import Services
-from voxflow.session.session import StartOptions
+from voxflow.session.session import SessionError, StartOptions
+from voxflow.transports.openai.errors import openai_error
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
@@ -44,53 +46,35 @@ class SpeechRequest(BaseModel):
     seed: int | None = Field(default=None, ge=0)  # voxflow extension: reproducible audio
 
 
-class RequestError(ValueError):
-    """A bad request, answered in OpenAI's error shape so SDKs show the message."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(
-            {
-                "error": {
-                    "message": str(self),
-                    "type": "invalid_request_error",
-                    "param": self.param,
-                    "code": None,
-                }
-            },
-            status_code=400,
-        )
+def error_response(error: SessionError) -> JSONResponse:
+    """``error`` as OpenAI's error object."""
+    answer = openai_error(error.code, error.message)
+    return JSONResponse(answer.body, status_code=answer.status)
 
 
 def resolve_voice(services: Services, name: str) -> str:
-    try:
-        return services.registry.get(name).name
-    except VoiceNotFoundError as error:
-        if name.lower() in OPENAI_VOICES:
-            return services.default_voice
-        raise RequestError(f"{error}; OpenAI voice names are accepted too", "voice") from error
+    """The voxflow voice ``name`` selects; OpenAI's own names select the default voice."""
+    return options.resolve_voice(
+        services.registry.get,
+        name,
+        services.default_voice,
+        alias=lambda voice: voice.lower() in OPENAI_VOICES,
+        hint="OpenAI voice names are accepted too",
+    ).name
 
 
 async def speech(request: SpeechRequest, services: Services) -> Response:
     try:
         return _speech(request, services)
-    except RequestError as error:
-        return error.response()
+    except SessionError as error:
+        return error_response(error)
 
 
 def _speech(request: SpeechRequest, services: Services) -> Response:
-    try:
-        fmt = openai_output_format(request.response_format)
-    except UnsupportedFormatError as error:
-        raise RequestError(str(error), "response_format") from error
-    if len(request.input) > services.settings.max_message_chars:
-        raise RequestError(
-            f"input is longer than {services.settings.max_message_chars} characters", "input"
-        )
+    fmt = options.output_format(request.response_format, openai_output_format)
+    options.check_text(request.input, services.settings.max_message_chars)
     voice = resolve_voice(services, request.voice)
+    settings = options.voice_settings(speed=request.speed, seed=request.seed)
     driver = services.new_driver()
     now = driver.now()
     driver.session.start(
@@ -98,7 +82,7 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
         StartOptions(
             voice=voice,
             output_format=fmt.name,
-            settings=VoiceSettings(speed=request.speed, seed=request.seed),
+            settings=settings,
             paced=False,
         ),
         now,

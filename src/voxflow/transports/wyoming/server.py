@@ -1,4 +1,5 @@
-"""The Wyoming TCP listener: one ``WyomingConnection`` per client, all ended on ``close()``."""
+"""The Wyoming TCP listener: each client served on the connection runner (``tcp``), all ended on
+``close()``."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import logging
 from typing import Any
 
 from voxflow.session.services import Services
-from voxflow.transports.wyoming.connection import WyomingConnection
 from voxflow.transports.wyoming.framing import MAX_LINE_BYTES
 from voxflow.transports.wyoming.info import parse_wyoming_uri
+from voxflow.transports.wyoming.tcp import serve_wyoming
 
 __all__ = ["WyomingServerHandle", "start_wyoming_server"]
 
@@ -42,7 +43,7 @@ class WyomingServerHandle:
             return
         self._connections.add(task)
         try:
-            await WyomingConnection(self._services, reader, writer).run()
+            await serve_wyoming(self._services, reader, writer)
         except asyncio.CancelledError:
             # close() cancels connections, and the connection has cleaned up after itself. On
             # 3.11 asyncio's own done-callback for this task calls task.exception(), which raises

@@ -1,0 +1,110 @@
+"""One error model for every protocol: ``SessionError(code, message, retryable)`` and its codes.
+
+Whatever the protocol, a request the server refuses or cannot finish is a ``SessionError`` (raised
+while a frame or request is decoded and its options validated) or an ``ErrorOut`` (the session's
+event for the same thing), with one of the codes in ``CODES``. A code says what went wrong, not
+how a protocol spells it: each protocol has one table from these codes to its wire shape
+(``transports/native/errors.py``, ``transports/elevenlabs/errors.py``,
+``transports/openai/errors.py``, the Wyoming ``error`` event). ElevenLabs, for one, spells
+``unknown_voice`` ``voice_not_found`` and answers it with HTTP 404; the native protocol folds the
+option codes into its documented ``invalid_message``.
+
+A new code goes here first, with what it means and whether the same request may succeed later;
+``tests/session/test_errors.py`` fails on a code raised anywhere in ``src`` that is missing here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["CODES", "ErrorCode", "SessionError", "is_retryable", "is_server_fault"]
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    meaning: str
+    # The same request, unchanged, may succeed later (a limit, a transient failure). A raise may
+    # say otherwise for one instance (``text_too_long`` of a full buffer is retryable).
+    retryable: bool = False
+    # The server failed, not the client: HTTP 5xx, WebSocket close 1011.
+    server_fault: bool = False
+
+
+CODES: Mapping[str, ErrorCode] = MappingProxyType(
+    {
+        # -- a frame or request that cannot be read ------------------------------------------------
+        "invalid_json": ErrorCode("a frame that is not JSON, not UTF-8 or nested too deeply"),
+        "invalid_message": ErrorCode(
+            "a message that is not an object, a field of the wrong type or out of range, "
+            "a binary frame"
+        ),
+        "invalid_event": ErrorCode("a malformed Wyoming event"),
+        "invalid_request": ErrorCode(
+            "a malformed or out-of-range request parameter (query string, HTTP field)"
+        ),
+        "unknown_type": ErrorCode("a native message whose type is none of the protocol's"),
+        "invalid_page_size": ErrorCode("a voice listing's page_size out of range"),
+        "invalid_page_token": ErrorCode("a voice listing's next_page_token that is not one"),
+        # -- options (voxflow.session.options) -----------------------------------------------------
+        "unknown_voice": ErrorCode("the voice names no voice the server has"),
+        "unknown_speaker": ErrorCode("the speaker is not one of the voice's speakers"),
+        "unsupported_voice": ErrorCode("a voice the protocol cannot stream (its sample rate)"),
+        "unsupported_format": ErrorCode("an output format the server cannot produce"),
+        "unsupported_text_format": ErrorCode("text the server cannot read as plain text (SSML)"),
+        "invalid_voice_settings": ErrorCode("speed, noise, seed or speaker id out of range"),
+        "invalid_normalization": ErrorCode("a text normalization mode other than auto, on, off"),
+        "invalid_chunk_length_schedule": ErrorCode("a chunk length schedule out of range"),
+        # -- text and limits -----------------------------------------------------------------------
+        "text_too_long": ErrorCode(
+            "a text over the message limit, or a context buffering too much unsynthesized text "
+            "(retryable: flush first)"
+        ),
+        "too_many_contexts": ErrorCode("more contexts open than the connection allows", True),
+        "input_timeout_exceeded": ErrorCode("no message within the connection's timeout"),
+        # -- context state -------------------------------------------------------------------------
+        "unknown_context": ErrorCode("a call for a context that is not open"),
+        "context_exists": ErrorCode("opening a context that is already open"),
+        "context_ending": ErrorCode("text for a context after its end"),
+        "context_closing": ErrorCode("reusing a context id before its last audio is out"),
+        "no_stream": ErrorCode("a Wyoming chunk or stop without synthesize-start"),
+        "stream_open": ErrorCode("a Wyoming synthesize-start while a stream is open"),
+        # -- the server failed ---------------------------------------------------------------------
+        "synthesis_failed": ErrorCode(
+            "the engine failed on one segment; the context goes on", True, server_fault=True
+        ),
+        "encoding_failed": ErrorCode(
+            "the encoder failed; the context's audio cannot go on", server_fault=True
+        ),
+        "service_unavailable": ErrorCode("the server is still starting", True, server_fault=True),
+    }
+)
+
+
+def is_retryable(code: str) -> bool:
+    """The code's default retryable flag (an unknown code is not retryable)."""
+    known = CODES.get(code)
+    return known is not None and known.retryable
+
+
+def is_server_fault(code: str) -> bool:
+    """Whether the server, not the client, is at fault (an unknown code is the client's)."""
+    known = CODES.get(code)
+    return known is not None and known.server_fault
+
+
+class SessionError(Exception):
+    """A request the server refuses or cannot finish; each protocol renders it in its own shape.
+
+    ``retryable`` defaults to the code's (``CODES``).
+    """
+
+    def __init__(self, code: str, message: str, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = is_retryable(code) if retryable is None else retryable
+
+    def __repr__(self) -> str:
+        return f"SessionError({self.code!r}, {self.message!r}, retryable={self.retryable})"

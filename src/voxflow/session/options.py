@@ -1,0 +1,208 @@
+"""The one place where a client's options are validated and its voice looked up.
+
+Every protocol decodes its own wire fields (types, names, its own ranges such as ElevenLabs'
+chunk schedule bounds) and then hands the values here: voice names, output formats,
+normalization modes, voice settings and text lengths are checked once, the same way for all of
+them, and a refusal is a ``SessionError`` with a code from ``voxflow.session.errors``. The session
+resolves a context's ``StartOptions`` with ``context_options`` when it opens one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
+from voxflow.audio.seams import SeamSettings
+from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
+from voxflow.session.context import DEFAULT_MAX_PIECE_CHARS, ContextOptions
+from voxflow.session.errors import SessionError
+from voxflow.text.buffer import ChunkingConfig
+from voxflow.text.lexicon import Lexicon
+from voxflow.text.normalize import NormalizationMode, Normalizer
+
+__all__ = [
+    "MAX_SEED",
+    "SessionConfig",
+    "StartOptions",
+    "VoiceLookup",
+    "check_speaker",
+    "check_text",
+    "context_options",
+    "normalization_mode",
+    "output_format",
+    "resolve_voice",
+    "voice_settings",
+]
+
+VoiceLookup = Callable[[str], VoiceInfo]
+
+MAX_SEED = 4_294_967_295  # a seed is an unsigned 32-bit integer, as ElevenLabs' is
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    default_voice: str
+    default_format: str = "pcm_24000"
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    max_contexts: int = 16
+    max_message_chars: int = 10_000
+    max_buffered_chars: int = 50_000
+    seams: SeamSettings = field(default_factory=SeamSettings)
+    normalizer: Normalizer = field(default_factory=Normalizer)  # server-wide lexicon included
+    max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS  # spoken characters per engine call
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """What a client may set when it opens a context; ``None`` means the session default."""
+
+    voice: str | None = None
+    output_format: str | None = None
+    settings: VoiceSettings = field(default_factory=VoiceSettings)
+    chunk_length_schedule: tuple[int, ...] | None = None
+    auto_mode: bool | None = None
+    normalization: NormalizationMode = NormalizationMode.AUTO
+    lexicon: Lexicon | None = None  # per-request entries, over the server-wide lexicon
+    # Paced contexts keep a bounded lead over their listener's playback (a live stream); an
+    # unpaced one renders as fast as the workers allow (a whole-text HTTP request).
+    paced: bool = True
+
+
+def resolve_voice(
+    voices: VoiceLookup,
+    name: str | None,
+    default: str,
+    alias: Callable[[str], bool] | None = None,
+    hint: str | None = None,
+) -> VoiceInfo:
+    """The voice ``name`` selects; no name selects ``default``.
+
+    A name the server does not have selects ``default`` too when ``alias`` accepts it: clients
+    written for another service carry that service's voice names (OpenAI's ``alloy``,
+    ElevenLabs' 20-character ids), and they work unchanged. Anything else is ``unknown_voice``,
+    its message ending with ``hint`` (which names the aliases a protocol accepts).
+    """
+    if not name:
+        name = default
+    try:
+        return voices(name)
+    except VoiceNotFoundError as error:
+        if alias is not None and alias(name):
+            return voices(default)
+        message = str(error) if hint is None else f"{error}; {hint}"
+        raise SessionError("unknown_voice", message) from error
+
+
+def check_speaker(voice: VoiceInfo, speaker_id: int | None) -> None:
+    """Refuse a speaker the voice does not have (the engine would fail on every segment)."""
+    if speaker_id is None:
+        return
+    if voice.num_speakers <= 1:
+        if speaker_id != 0:
+            raise SessionError(
+                "unknown_speaker",
+                f"voice {voice.name!r} has a single speaker; speaker_id must be 0 or absent",
+            )
+        return
+    if not 0 <= speaker_id < voice.num_speakers:
+        raise SessionError(
+            "unknown_speaker",
+            f"speaker_id {speaker_id} is out of range for voice {voice.name!r} "
+            f"({voice.num_speakers} speakers)",
+        )
+
+
+def output_format(
+    name: str, parse: Callable[[str], OutputFormat] = parse_output_format
+) -> OutputFormat:
+    """The output format ``name`` selects; ``parse`` reads a protocol's own names (OpenAI's)."""
+    try:
+        return parse(name)
+    except UnsupportedFormatError as error:
+        raise SessionError("unsupported_format", str(error)) from error
+
+
+def normalization_mode(raw: str | None) -> NormalizationMode:
+    """``apply_text_normalization``: ``auto``, ``on`` or ``off`` (any case); absent: ``auto``."""
+    try:
+        return NormalizationMode((raw or "auto").lower())
+    except ValueError:
+        raise SessionError(
+            "invalid_normalization",
+            f"apply_text_normalization must be auto, on or off, got {raw!r}",
+        ) from None
+
+
+def voice_settings(
+    speed: float = 1.0,
+    noise_scale: float | None = None,
+    noise_w: float | None = None,
+    seed: int | None = None,
+    speaker_id: int | None = None,
+) -> VoiceSettings:
+    """``VoiceSettings`` with every value in range, or ``invalid_voice_settings``."""
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise SessionError("invalid_voice_settings", f"seed must be between 0 and {MAX_SEED}")
+    try:
+        return VoiceSettings(
+            speed=speed, noise_scale=noise_scale, noise_w=noise_w, seed=seed, speaker_id=speaker_id
+        )
+    except ValueError as error:
+        raise SessionError("invalid_voice_settings", str(error)) from error
+
+
+def check_text(text: str, max_chars: int) -> None:
+    """Refuse one message's text over ``max_chars`` (a whole HTTP request's, too)."""
+    if len(text) > max_chars:
+        raise SessionError(
+            "text_too_long",
+            f"a text message may hold at most {max_chars} characters, got {len(text)}",
+        )
+
+
+def context_options(
+    config: SessionConfig, options: StartOptions, voices: VoiceLookup
+) -> ContextOptions:
+    """What a new context runs with: its voice looked up and every option checked."""
+    voice = resolve_voice(voices, options.voice, config.default_voice)
+    check_speaker(voice, options.settings.speaker_id)
+    fmt = output_format(options.output_format or config.default_format)
+    chunking = config.chunking
+    try:
+        if options.chunk_length_schedule is not None:
+            chunking = replace(chunking, chunk_length_schedule=options.chunk_length_schedule)
+        if options.auto_mode is not None:
+            chunking = replace(chunking, auto_mode=options.auto_mode)
+        chunking = _lead_for_decoder(chunking, fmt.decoder_read_s, options.settings.speed)
+    except ValueError as error:
+        raise SessionError("invalid_message", str(error)) from error
+    return ContextOptions(
+        voice=voice.name,
+        output_format=fmt,
+        settings=options.settings,
+        chunking=chunking,
+        source_rate=voice.sample_rate,
+        seams=config.seams,
+        normalizer=config.normalizer.with_lexicon(options.lexicon),
+        normalization=options.normalization,
+        max_piece_chars=config.max_piece_chars,
+    )
+
+
+# English text as the bundled voice speaks it at speed 1: about 15 characters a second.
+_SPOKEN_CHARS_PER_S = 15.0
+
+
+def _lead_for_decoder(chunking: ChunkingConfig, read_s: float, speed: float) -> ChunkingConfig:
+    """A lead long enough for the client's decoder to start on it alone.
+
+    A client that decodes MP3 or AAC with FFmpeg reads 1.5 to 2.5 s of audio before it plays
+    anything (``OutputFormat.decoder_read_s``); a lead shorter than that leaves it waiting for
+    the rest of the sentence, which an LLM may not have written yet.
+    """
+    if chunking.lead_cost is None or read_s <= 0:
+        return chunking
+    low, high = chunking.lead_cost
+    needed = int(read_s * _SPOKEN_CHARS_PER_S * speed) + 1
+    return replace(chunking, lead_cost=(max(low, needed), max(high, needed + high - low)))

@@ -1,0 +1,94 @@
+"""ElevenLabs' error shapes for the session's error codes (no I/O).
+
+Over HTTP an error is ``{"detail": {"status": <name>, "message": ...}}`` with an HTTP status; over
+the WebSocket it is one frame, ``{"message": ..., "error": <name>, "code": <close code>}``, and
+then a close with that code, as ElevenLabs does. Both use the same names: the session's code where
+ElevenLabs has no name of its own for it (``NAMES`` lists the ones it has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from voxflow.session.errors import is_server_fault
+
+__all__ = [
+    "HTTP_STATUS",
+    "INTERNAL_ERROR",
+    "KEEPS_CONNECTION",
+    "NAMES",
+    "NORMAL_CLOSURE",
+    "POLICY_VIOLATION",
+    "SOCKET_CODES",
+    "TRY_AGAIN_LATER",
+    "HttpError",
+    "SocketError",
+    "error_name",
+    "http_error",
+    "socket_error",
+]
+
+NORMAL_CLOSURE = 1000
+POLICY_VIOLATION = 1008
+INTERNAL_ERROR = 1011
+TRY_AGAIN_LATER = 1013
+
+# The session's codes that ElevenLabs spells its own way.
+NAMES: Mapping[str, str] = MappingProxyType(
+    {
+        "unknown_voice": "voice_not_found",
+        "unsupported_format": "invalid_output_format",
+        "text_too_long": "max_character_limit_exceeded",
+        "too_many_contexts": "max_active_conversations",
+        "invalid_normalization": "invalid_request",
+    }
+)
+
+# HTTP statuses other than the defaults: 400 for the client's mistakes, 500 for the server's.
+HTTP_STATUS: Mapping[str, int] = MappingProxyType(
+    {"unknown_voice": 404, "too_many_contexts": 429, "service_unavailable": 503}
+)
+
+# WebSocket codes other than the defaults: 1008 for the client's mistakes, 1011 for the server's.
+SOCKET_CODES: Mapping[str, int] = MappingProxyType({"service_unavailable": TRY_AGAIN_LATER})
+
+# Errors after which the connection goes on: a failed segment is missing from the audio, and the
+# context speaks the next one.
+KEEPS_CONNECTION = frozenset({"synthesis_failed"})
+
+
+@dataclass(frozen=True)
+class HttpError:
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SocketError:
+    frame: dict[str, Any]
+    close_code: int | None  # None: the connection stays open
+
+
+def error_name(code: str) -> str:
+    """ElevenLabs' name for a session error code."""
+    return NAMES.get(code, code)
+
+
+def http_error(code: str, message: str) -> HttpError:
+    default = 500 if is_server_fault(code) else 400
+    return HttpError(
+        HTTP_STATUS.get(code, default),
+        {"detail": {"status": error_name(code), "message": message}},
+    )
+
+
+def socket_error(code: str, message: str) -> SocketError:
+    default = INTERNAL_ERROR if is_server_fault(code) else POLICY_VIOLATION
+    close_code = SOCKET_CODES.get(code, default)
+    return SocketError(
+        {"message": message, "error": error_name(code), "code": close_code},
+        None if code in KEEPS_CONNECTION else close_code,
+    )

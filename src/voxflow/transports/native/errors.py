@@ -1,0 +1,43 @@
+"""The native protocol's error table: session error codes to its ``error`` event (no I/O).
+
+The native protocol speaks the session's codes as they are, except the option codes that
+docs/protocol.md documents as ``invalid_message`` ("a field of the wrong type or out of range"):
+those fold into it, so a client's error handling does not change with each finer code the
+session grows for other protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from voxflow.session.events import ErrorOut
+
+__all__ = ["WIRE_CODES", "error_body", "wire_code"]
+
+WIRE_CODES: Mapping[str, str] = MappingProxyType(
+    {
+        "invalid_request": "invalid_message",
+        "invalid_voice_settings": "invalid_message",
+        "invalid_normalization": "invalid_message",
+        "invalid_chunk_length_schedule": "invalid_message",
+        "unknown_speaker": "invalid_message",
+    }
+)
+
+
+def wire_code(code: str) -> str:
+    """The native ``code`` for a session error code (any other code as it is)."""
+    return WIRE_CODES.get(code, code)
+
+
+def error_body(event: ErrorOut) -> dict[str, Any]:
+    """The native ``error`` event for ``event``."""
+    return {
+        "type": "error",
+        "context_id": event.context_id,
+        "code": wire_code(event.code),
+        "message": event.message,
+        "retryable": event.retryable,
+    }

@@ -1,0 +1,87 @@
+"""The asyncio TCP adapter: one Wyoming client's stream as a ``Transport`` for the runner.
+
+It moves events and nothing else; the protocol decides what they mean and the runner decides when
+the connection ends. A malformed event is handed on as its ``BadEvent``, to be answered in order;
+after a fatal one the byte stream cannot be read past it, so ``receive`` reports the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+
+from voxflow.session.runner import Close, PeerGone, Transport, run_connection
+from voxflow.session.services import Services
+from voxflow.transports.wyoming.framing import BadEvent, read_event
+from voxflow.transports.wyoming.protocol import WyomingFrame, WyomingProtocol
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
+    from wyoming.event import Event, async_write_event
+
+__all__ = ["serve_wyoming", "tcp_transport"]
+
+log = logging.getLogger(__name__)
+
+CLOSE_WAIT_S = 1.0  # below the runner's teardown bound, so an unread socket is aborted in time
+
+
+async def serve_wyoming(
+    services: Services, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Serve one Wyoming client until the connection ends; the socket is closed on return."""
+    driver = services.new_driver()
+    protocol = WyomingProtocol(driver.session, driver.now, services)
+    try:
+        await run_connection(
+            driver, protocol, tcp_transport(reader, writer), services.runner_settings()
+        )
+    finally:
+        # The runner closes the transport only when a reply or a stall asks it to; a peer that
+        # left (or a cancelled server) still holds a socket here.
+        await close_writer(writer)
+
+
+def tcp_transport(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> Transport[WyomingFrame, Event]:
+    """The events of one accepted TCP connection."""
+    ended = False
+
+    async def receive() -> WyomingFrame | None:
+        nonlocal ended
+        if ended:
+            return None
+        try:
+            return await read_event(reader)
+        except BadEvent as error:
+            ended = error.fatal
+            return error
+        except ConnectionError:
+            return None  # reset by the peer
+
+    async def send(event: Event) -> None:
+        try:
+            await async_write_event(event, writer)
+        except ConnectionError as error:  # reset, or a broken pipe
+            raise PeerGone(str(error)) from error
+
+    async def close(_: Close) -> None:
+        await close_writer(writer)
+
+    return Transport(receive, send, close)
+
+
+async def close_writer(writer: asyncio.StreamWriter) -> None:
+    """Close the socket, flushing what is written; abort it when the flush does not end in time
+    (a client that stopped reading would hold it open forever). Idempotent."""
+    writer.close()
+    try:
+        async with asyncio.timeout(CLOSE_WAIT_S):
+            await writer.wait_closed()
+    except TimeoutError:
+        log.debug("aborting a Wyoming connection whose peer does not read")
+        writer.transport.abort()
+    except ConnectionError as error:
+        log.debug("Wyoming connection reset as it closed: %s", error)  # closed all the same

@@ -1,0 +1,17 @@
+"""The Wyoming tests' services: the real voice and workers, built once for the package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from voxflow.config import ServerSettings
+from voxflow.session.services import Services
+
+
+@pytest.fixture(scope="package")
+def services() -> Iterator[Services]:
+    built = Services.build(ServerSettings(workers=2))
+    yield built
+    built.shutdown()
