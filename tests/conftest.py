@@ -15,6 +15,7 @@ from voxflow.config import ServerSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.server.app import create_app
+from voxflow.server.http_protocol import AbortableHttpProtocol
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +30,7 @@ def engine(registry: VoiceRegistry) -> PiperEngine:
     return engine
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -45,6 +46,7 @@ def serving(settings: ServerSettings, join_s: float = 15.0) -> Iterator[uvicorn.
         port=settings.port,
         log_level="warning",
         lifespan="on",
+        http=AbortableHttpProtocol,  # as ``voxflow serve`` runs it
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
@@ -71,7 +73,7 @@ def running_server(settings: ServerSettings) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    with running_server(ServerSettings(port=_free_port(), workers=2)) as url:
+    with running_server(ServerSettings(port=free_port(), workers=2)) as url:
         yield url
 
 
@@ -80,6 +82,6 @@ def server_factory() -> Callable[..., contextlib.AbstractContextManager[str]]:
     """Start a dedicated server with non-default settings (one per test)."""
 
     def start(**settings: object) -> contextlib.AbstractContextManager[str]:
-        return running_server(ServerSettings(port=_free_port(), **settings))  # type: ignore[arg-type]
+        return running_server(ServerSettings(port=free_port(), **settings))  # type: ignore[arg-type]
 
     return start

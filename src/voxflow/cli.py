@@ -371,6 +371,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn  # noqa: PLC0415
 
     from voxflow.server.app import create_app  # noqa: PLC0415
+    from voxflow.server.http_protocol import AbortableHttpProtocol  # noqa: PLC0415
 
     settings = ServerSettings.from_env(
         os.environ,
@@ -389,6 +390,7 @@ def _serve(args: argparse.Namespace) -> int:
         host=settings.host,
         port=settings.port,
         log_level="info",
+        http=AbortableHttpProtocol,  # lets an HTTP answer drop a client that stopped reading
         # On SIGTERM uvicorn stops accepting and asks WebSocket clients to close (1012); after
         # drain_s it cancels what is left, and every connection's teardown is bounded, so the
         # process exits even with a client that stopped reading.

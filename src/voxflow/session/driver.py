@@ -25,7 +25,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import replace
 
@@ -41,7 +41,6 @@ from voxflow.session.events import (
     CloseStream,
     DoneOut,
     EncodeAudio,
-    ErrorOut,
     OpenStream,
     SubmitSegment,
     TimestampsOut,
@@ -55,7 +54,7 @@ log = logging.getLogger(__name__)
 class Outbox:
     """A bounded FIFO of client events that can drop a cancelled context's queued audio."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int | None) -> None:
         self._items: deque[ClientEvent] = deque()
         self._size = size
         self._ready = asyncio.Event()
@@ -64,8 +63,9 @@ class Outbox:
         return len(self._items)
 
     def put(self, event: ClientEvent) -> bool:
-        """Queue ``event``; False (and nothing queued) when full."""
-        if len(self._items) >= self._size:
+        """Queue ``event``; False (and nothing queued) when full. With no size it is never
+        full: a one-shot request's text bounds what it can queue."""
+        if self._size is not None and len(self._items) >= self._size:
             return False
         self._items.append(event)
         self._ready.set()
@@ -92,7 +92,7 @@ class SessionDriver:
         session: Session,
         scheduler: Scheduler,
         metrics: ServerMetrics,
-        queue_size: int = 512,
+        queue_size: int | None = 512,
         clock: Callable[[], float] = time.monotonic,
         encoder_pool: Executor | None = None,
     ) -> None:
@@ -215,23 +215,3 @@ class SessionDriver:
         self._timer.cancel()
         # The timer honours its cancel at once; the bound only keeps teardown finite.
         await asyncio.wait({self._timer}, timeout=1.0)
-
-
-async def request_events(driver: SessionDriver) -> AsyncGenerator[AudioOut | TimestampsOut, None]:
-    """The audio and timestamps of a one-context request (HTTP), ending at its ``done``.
-
-    Closing the driver when the iteration ends, however it ends, is what stops the synthesis of
-    a client that went away. An error after the response has started cannot change its status:
-    it ends the body early, the honest signal left.
-    """
-    try:
-        while True:
-            event = await driver.outbound.get()
-            if isinstance(event, AudioOut | TimestampsOut):
-                yield event
-            elif isinstance(event, DoneOut):
-                return
-            elif isinstance(event, ErrorOut):
-                raise RuntimeError(f"synthesis failed: {event.message}")
-    finally:
-        await driver.close()

@@ -73,12 +73,25 @@ class Services:
 
     def new_driver(self, config: SessionConfig | None = None) -> SessionDriver:
         """A session and its driver for one connection (call on the event loop)."""
+        return self._driver(config, self.settings.outbound_queue)
+
+    def new_request_driver(self) -> SessionDriver:
+        """A session and its driver for one HTTP request (call on the event loop).
+
+        Its outbox has no count limit: a request renders unpaced, as fast as the workers allow,
+        and a client may read slower than that (a player reading at playback speed) without
+        being a client that stopped reading; its one text, at most ``max_message_chars``, bounds
+        what it can queue. A client that stops reading is closed by the write timeout.
+        """
+        return self._driver(None, None)
+
+    def _driver(self, config: SessionConfig | None, queue_size: int | None) -> SessionDriver:
         session = Session(config or self.session_config(), self.registry.get)
         return SessionDriver(
             session,
             self.scheduler,
             self.metrics,
-            queue_size=self.settings.outbound_queue,
+            queue_size=queue_size,
             encoder_pool=self.encoder_pool,
         )
 

@@ -5,7 +5,8 @@ rendered; ``.../with-timestamps`` answers one JSON object and ``.../stream/with-
 JSON object per line, each with base64 audio and the characters first heard in it. HTTP alignment
 uses ElevenLabs' HTTP names (``characters``, ``character_start_times_seconds``,
 ``character_end_times_seconds``) and times in seconds from the start of the request's audio,
-unlike the WebSocket's per-chunk milliseconds.
+unlike the WebSocket's per-chunk milliseconds. The bodies are ``http_protocol``'s; they run on
+the connection runner (``transports.http_response``).
 
 Shared with the WebSocket transport: voice id resolution (a voxflow voice name, or an
 ElevenLabs-style 20-character id, which maps to the default voice), ``voice_settings`` parsing and
@@ -17,26 +18,23 @@ surface the message.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
 import re
-from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from voxflow.audio.formats import OutputFormat
 from voxflow.engines.base import VoiceInfo, VoiceSettings
 from voxflow.session import options
-from voxflow.session.alignment import CharAligner, ChunkAlignment, TimedChar
-from voxflow.session.driver import SessionDriver, request_events
-from voxflow.session.events import TimestampsOut
+from voxflow.session.alignment import ChunkAlignment
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError, StartOptions
 from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.elevenlabs.errors import http_error
+from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
+from voxflow.transports.http_response import RunnerResponse
+from voxflow.transports.request_protocol import RequestProtocol
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
@@ -102,19 +100,6 @@ def ws_alignment(alignment: ChunkAlignment) -> dict[str, Any] | None:
         "chars": [c.char for c in alignment.chars],
         "charStartTimesMs": alignment.relative_starts_ms(),
         "charDurationsMs": alignment.durations_ms(),
-    }
-
-
-def http_alignment(chars: tuple[TimedChar, ...]) -> dict[str, Any] | None:
-    """ElevenLabs' HTTP alignment: times in seconds from the start of the request's audio."""
-    if not chars:
-        return None
-    return {
-        "characters": [c.char for c in chars],
-        "character_start_times_seconds": [round(c.start_ms / 1000.0, 3) for c in chars],
-        "character_end_times_seconds": [
-            round((c.start_ms + c.duration_ms) / 1000.0, 3) for c in chars
-        ],
     }
 
 
@@ -229,7 +214,7 @@ async def text_to_speech(
         options.check_text(body.text, services.settings.max_message_chars)
     except SessionError as error:
         return error_response(error)
-    driver = services.new_driver()
+    driver = services.new_request_driver()
     now = driver.now()
     start = StartOptions(
         voice=voice_name,
@@ -241,65 +226,11 @@ async def text_to_speech(
     driver.session.start(_CONTEXT, start, now)
     driver.session.text(_CONTEXT, body.text, now)
     driver.session.end(_CONTEXT, now)
-    headers = {"Cache-Control": "no-store"}
+    protocol: RequestProtocol
     if not timestamps:
-        return StreamingResponse(
-            _audio(driver, body.text), media_type=fmt.media_type, headers=headers
-        )
-    if stream:
-        return StreamingResponse(
-            _timestamped_lines(driver, body.text),
-            media_type="application/x-ndjson",
-            headers=headers,
-        )
-    return JSONResponse(await _timestamped_whole(driver, body.text), headers=headers)
-
-
-async def _chunks(
-    driver: SessionDriver, text: str
-) -> AsyncGenerator[tuple[bytes, tuple[TimedChar, ...]], None]:
-    """The request's audio chunks with the characters first heard in each, then whatever
-    characters are left at the end with no audio; stops the synthesis if the client leaves."""
-    aligner = CharAligner()
-    async with contextlib.aclosing(request_events(driver)) as events:
-        async for event in events:
-            if isinstance(event, TimestampsOut):
-                aligner.add(event, text)
-            else:
-                yield event.data, aligner.take(event).chars
-    rest = aligner.finish(text).chars
-    if rest:
-        yield b"", rest
-
-
-async def _audio(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
-    async with contextlib.aclosing(_chunks(driver, text)) as chunks:
-        async for data, _ in chunks:
-            if data:
-                yield data
-
-
-def _line(data: bytes, chars: tuple[TimedChar, ...]) -> dict[str, Any]:
-    alignment = http_alignment(chars)
-    return {
-        "audio_base64": base64.b64encode(data).decode("ascii"),
-        "alignment": alignment,
-        # voxflow does not normalize text before speaking it: both alignments are the same.
-        "normalized_alignment": alignment,
-    }
-
-
-async def _timestamped_lines(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
-    async with contextlib.aclosing(_chunks(driver, text)) as chunks:
-        async for data, chars in chunks:
-            yield (json.dumps(_line(data, chars), ensure_ascii=False) + "\n").encode()
-
-
-async def _timestamped_whole(driver: SessionDriver, text: str) -> dict[str, Any]:
-    audio = bytearray()
-    chars: list[TimedChar] = []
-    async with contextlib.aclosing(_chunks(driver, text)) as chunks:
-        async for data, more in chunks:
-            audio += data
-            chars.extend(more)
-    return _line(bytes(audio), tuple(chars))
+        protocol = TtsAudio(fmt.media_type)
+    elif stream:
+        protocol = TtsLines(body.text)
+    else:
+        protocol = TtsWhole(body.text)
+    return RunnerResponse(driver, protocol, services.runner_settings())

@@ -4,29 +4,26 @@
 open-ended sizes, then the samples) and ``pcm`` (headerless 24 kHz s16le mono, as OpenAI's), all
 encoded as the audio is rendered (``voxflow.audio.formats.openai_output_format``).
 ``stream_format=sse`` wraps the encoded audio in ``speech.audio.delta`` events and ends with
-``speech.audio.done``. OpenAI's voice names are accepted and mapped to the default voice so
+``speech.audio.done`` (``protocol``); the answer runs on the connection runner
+(``transports.http_response``). OpenAI's voice names are accepted and mapped to the default voice so
 clients that whitelist them work unchanged. A refused request is a ``SessionError``, answered
 with OpenAI's error object (``errors.openai_error``).
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
-from collections.abc import AsyncIterator
 from typing import Literal
 
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from voxflow.audio.formats import openai_output_format
 from voxflow.session import options
-from voxflow.session.driver import SessionDriver, request_events
-from voxflow.session.events import AudioOut
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError, StartOptions
+from voxflow.transports.http_response import RunnerResponse
 from voxflow.transports.openai.errors import openai_error
+from voxflow.transports.openai.protocol import SpeechAudio, SpeechEvents
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
@@ -75,57 +72,18 @@ def _speech(request: SpeechRequest, services: Services) -> Response:
     options.check_text(request.input, services.settings.max_message_chars)
     voice = resolve_voice(services, request.voice)
     settings = options.voice_settings(speed=request.speed, seed=request.seed)
-    driver = services.new_driver()
+    driver = services.new_request_driver()
     now = driver.now()
     driver.session.start(
         _CONTEXT,
-        StartOptions(
-            voice=voice,
-            output_format=fmt.name,
-            settings=settings,
-            paced=False,
-        ),
+        StartOptions(voice=voice, output_format=fmt.name, settings=settings, paced=False),
         now,
     )
     driver.session.text(_CONTEXT, request.input, now)
     driver.session.end(_CONTEXT, now)
-
-    if request.stream_format == "sse":
-        body = _sse(driver, request.input)
-        media_type = "text/event-stream"
-    else:
-        body = _audio(driver)
-        media_type = fmt.media_type
-    return StreamingResponse(body, media_type=media_type, headers={"Cache-Control": "no-store"})
-
-
-async def _events(driver: SessionDriver) -> AsyncIterator[AudioOut]:
-    async with contextlib.aclosing(request_events(driver)) as events:
-        async for event in events:
-            if isinstance(event, AudioOut):
-                yield event
-
-
-async def _audio(driver: SessionDriver) -> AsyncIterator[bytes]:
-    async for event in _events(driver):
-        yield event.data
-
-
-async def _sse(driver: SessionDriver, text: str) -> AsyncIterator[bytes]:
-    audio_ms = 0.0
-    async for event in _events(driver):
-        audio_ms += event.duration_ms
-        payload = {"type": "speech.audio.delta", "audio": base64.b64encode(event.data).decode()}
-        yield f"data: {json.dumps(payload)}\n\n".encode()
-    # Token counts are estimates (OpenAI bills tokens; we have characters and samples).
-    input_tokens = max(1, len(text) // 4)
-    output_tokens = max(1, round(audio_ms / 40))
-    done = {
-        "type": "speech.audio.done",
-        "usage": {
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "total_tokens": input_tokens + output_tokens,
-        },
-    }
-    yield f"data: {json.dumps(done)}\n\n".encode()
+    protocol = (
+        SpeechEvents(request.input)
+        if request.stream_format == "sse"
+        else SpeechAudio(fmt.media_type)
+    )
+    return RunnerResponse(driver, protocol, services.runner_settings())
