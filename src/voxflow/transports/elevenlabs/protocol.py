@@ -53,11 +53,9 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.options import MAX_SEED
 from voxflow.session.runner import Close, Reply
 from voxflow.session.services import Services
 from voxflow.session.session import Session, SessionError, StartOptions
-from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.errors import (
     INTERNAL_ERROR,
@@ -66,76 +64,17 @@ from voxflow.transports.elevenlabs.errors import (
     socket_error,
 )
 from voxflow.transports.elevenlabs.http import ws_alignment
+from voxflow.transports.elevenlabs.query import (
+    DEFAULT_INACTIVITY_S,
+    ConnectionOptions,
+    parse_connection,
+)
 from voxflow.transports.wire import decode_object, dump
 
 ELEVENLABS_MAX_CONTEXTS = 5
-DEFAULT_INACTIVITY_S = 20
-MAX_INACTIVITY_S = 180
 SCHEDULE_RANGE = (50, 500)  # ElevenLabs' bounds for each chunk_length_schedule entry
 STREAM_CONTEXT = "stream"  # the one context of stream-input (never shown to the client)
 DEFAULT_CONTEXT = "default"  # multi-stream messages without a context_id
-
-
-@dataclass(frozen=True)
-class ConnectionOptions:
-    """What the query string sets for every context of the connection."""
-
-    voice: str
-    output_format: str
-    auto_mode: bool | None
-    seed: int | None
-    inactivity_timeout_s: float
-    normalization: NormalizationMode
-
-
-def _flag(query: Mapping[str, str], name: str) -> bool | None:
-    raw = query.get(name)
-    if raw is None:
-        return None
-    if raw.lower() in ("true", "1"):
-        return True
-    if raw.lower() in ("false", "0"):
-        return False
-    raise SessionError("invalid_request", f"{name} must be true or false, got {raw!r}")
-
-
-def _integer(query: Mapping[str, str], name: str) -> int | None:
-    raw = query.get(name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise SessionError("invalid_request", f"{name} must be an integer, got {raw!r}") from None
-
-
-def parse_connection(
-    services: Services, voice_id: str, query: Mapping[str, str]
-) -> ConnectionOptions:
-    """Validate the query string. ``model_id``, ``language_code``, ``sync_alignment``,
-    ``enable_logging``, ``enable_ssml_parsing`` and ``authorization`` are accepted and
-    ignored."""
-    fmt = elevenlabs_http.check_output_format(query.get("output_format"))
-    voice = elevenlabs_http.resolve_voice_id(services, voice_id)
-    timeout = _integer(query, "inactivity_timeout")
-    if timeout is None:
-        timeout = DEFAULT_INACTIVITY_S
-    if not 1 <= timeout <= MAX_INACTIVITY_S:
-        raise SessionError(
-            "invalid_request", f"inactivity_timeout must be between 1 and {MAX_INACTIVITY_S}"
-        )
-    seed = _integer(query, "seed")
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        # The query string's, so the connection is refused before any context starts.
-        raise SessionError("invalid_request", f"seed must be between 0 and {MAX_SEED}")
-    return ConnectionOptions(
-        voice,
-        fmt.name,
-        _flag(query, "auto_mode"),
-        seed,
-        float(timeout),
-        elevenlabs_http.normalization_mode(query.get("apply_text_normalization")),
-    )
 
 
 @dataclass
