@@ -15,7 +15,7 @@ from voxflow.config import ServerSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.server.app import create_app
-from voxflow.server.http_protocol import AbortableHttpProtocol
+from voxflow.server.uvicorn_config import uvicorn_config
 
 
 @pytest.fixture(scope="session")
@@ -40,14 +40,8 @@ def free_port() -> int:
 def serving(settings: ServerSettings, join_s: float = 15.0) -> Iterator[uvicorn.Server]:
     """A real uvicorn server with the app, in a thread of this process, as in production;
     yields the started server (its app is ``server.config.app``)."""
-    config = uvicorn.Config(
-        create_app(settings),
-        host="127.0.0.1",
-        port=settings.port,
-        log_level="warning",
-        lifespan="on",
-        http=AbortableHttpProtocol,  # as ``voxflow serve`` runs it
-    )
+    # As ``voxflow serve`` configures it (the protocol with its limits, WebSocket sizes).
+    config = uvicorn_config(create_app(settings), settings, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
     thread.start()

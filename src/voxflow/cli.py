@@ -24,6 +24,7 @@ from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.say import LocalSpeaker
+from voxflow.serve_command import add_serve_parser, serve
 from voxflow.session.session import SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig, Strategy, TextBuffer
 from voxflow.text.lexicon import Lexicon
@@ -187,23 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_prosody_parser(commands)
 
-    serve_cmd = commands.add_parser("serve", help="run the server")
-    serve_cmd.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve_cmd.add_argument("--port", type=int, help="port (default 8000)")
-    serve_cmd.add_argument("--workers", type=int, help="synthesis threads (default: one per core)")
-    serve_cmd.add_argument("--default-voice", help="voice used when a request names none")
-    serve_cmd.add_argument(
-        "--idle-flush", type=float, dest="idle_flush_s", help="flush text idle this many seconds"
-    )
-    serve_cmd.add_argument(
-        "--lexicon", type=Path, dest="lexicon_path", help="server-wide pronunciation lexicon"
-    )
-    serve_cmd.add_argument(
-        "--wyoming",
-        dest="wyoming_uri",
-        metavar="URI",
-        help="also serve the Wyoming protocol (Home Assistant), e.g. tcp://0.0.0.0:10200",
-    )
+    add_serve_parser(commands)
     return parser
 
 
@@ -236,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "bench-prosody":
             return _bench_prosody(args, sys.stdout)
-        return _serve(args)
+        return serve(args)
     except (ValueError, FileNotFoundError, VoiceNotFoundError, VoxflowConnectionError) as error:
         print(f"voxflow: error: {error}", file=sys.stderr)  # noqa: T201 - CLI output
         return 2
@@ -363,39 +348,6 @@ def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
     print(format_report(report), file=out)
     if args.json is not None:
         args.json.write_text(json.dumps(report_dict(report), indent=2) + "\n")
-    return 0
-
-
-def _serve(args: argparse.Namespace) -> int:
-    # The server stack is imported only when serving: it doubles the start-up time of the CLI.
-    import uvicorn  # noqa: PLC0415
-
-    from voxflow.server.app import create_app  # noqa: PLC0415
-    from voxflow.server.http_protocol import AbortableHttpProtocol  # noqa: PLC0415
-
-    settings = ServerSettings.from_env(
-        os.environ,
-        host=args.host,
-        port=args.port,
-        voices_dir=args.voices_dir,
-        workers=args.workers,
-        default_voice=args.default_voice,
-        idle_flush_s=args.idle_flush_s,
-        wyoming_uri=args.wyoming_uri,
-        lexicon_path=args.lexicon_path,
-    )
-    logging.getLogger("voxflow").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        http=AbortableHttpProtocol,  # lets an HTTP answer drop a client that stopped reading
-        # On SIGTERM uvicorn stops accepting and asks WebSocket clients to close (1012); after
-        # drain_s it cancels what is left, and every connection's teardown is bounded, so the
-        # process exits even with a client that stopped reading.
-        timeout_graceful_shutdown=max(1, round(settings.drain_s)),
-    )
     return 0
 
 

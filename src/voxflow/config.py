@@ -4,6 +4,7 @@ passed in."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -12,6 +13,22 @@ from pathlib import Path
 def default_workers() -> int:
     """One worker per core: each runs one ONNX Runtime job on one thread."""
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+# Streams one synthesis worker (one core) keeps in real time with their first audio on time:
+# measured with the reliability suite's load test (docs/reliability.md).
+STREAMS_PER_WORKER = 6
+
+# -- access control and logs (issue 11) --
+LOG_LEVELS = ("debug", "info", "warning", "error")
+_ORIGIN = re.compile(r"https?://[^/?#\s]+", re.IGNORECASE)  # what a browser sends: no path
+_HOST = re.compile(r"\*|[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]+")
+
+
+def check_api_key(key: str) -> None:
+    """A key travels in a header: printable ASCII without spaces, or a client could not send it."""
+    if not key or not all("!" <= char <= "~" for char in key):
+        raise ValueError("an API key must be non-empty printable ASCII without spaces")
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,41 @@ class ServerSettings:
     wyoming_uri: str | None = None  # e.g. tcp://0.0.0.0:10200 to also serve Wyoming (off)
     # On SIGTERM: how long live connections may take to finish before they are cut off.
     drain_s: float = 10.0
+    # -- connection limits and timeouts (issue 11) --
+    # What one client may hold; docs/operations.md lists each with what a client sees.
+    header_timeout_s: float = 10.0  # a request head (line and headers) must be in within this
+    body_timeout_s: float = 30.0  # a request body must be in whole within this of its head
+    keepalive_timeout_s: float = 5.0  # an idle keep-alive connection is closed after this
+    max_header_bytes: int = 64 << 10  # a longer request head: 431
+    max_body_bytes: int = 1 << 20  # a larger request body: 413 (a 10,000-character text is <60 KB)
+    # Open HTTP and WebSocket connections. Past it only /healthz, /readyz and /metrics are
+    # served, on up to health_reserve more. 0: what the open-file limit leaves room for.
+    max_connections: int = 0
+    health_reserve: int = 32
+    ws_max_message_bytes: int = 256 << 10  # a larger WebSocket message: close 1009
+    ws_ping_interval_s: float = 20.0  # a WebSocket whose pong takes over ws_ping_timeout_s closes
+    ws_ping_timeout_s: float = 20.0
+    wyoming_max_line_bytes: int = 1 << 20  # a Wyoming event's header line
+    wyoming_max_data_bytes: int = 1 << 20  # its data part (a synthesize text is <60 KB)
+    wyoming_max_payload_bytes: int = 1 << 20  # its payload (a TTS server is sent none)
+    # -- admission control (issue 11) --
+    # Active streams (open contexts, every protocol) the server admits at once; past it a new
+    # one is refused (HTTP 429, native concurrency_limited). 0: STREAMS_PER_WORKER per worker,
+    # what this kind of machine sustains in real time (docs/reliability.md).
+    max_streams: int = 0
+    retry_after_s: float = 1.0  # the wait a refused client is told before it retries
+    # -- access control and logs (issue 11) --
+    # Keys a client must present (Bearer, xi-api-key or ?api_key=); empty: no authentication,
+    # the friendly default on a laptop. /healthz, /readyz and the demo page never need one.
+    api_keys: tuple[str, ...] = ()
+    api_keys_file: Path | None = None  # more keys, one a line (# comments); read at start-up
+    # Web page origins allowed (WebSockets, POSTs) besides the server's own and loopback ("*": any).
+    allowed_origins: tuple[str, ...] = ()
+    # Host names answered besides localhost/127.0.0.1/[::1]; the Host check (against DNS
+    # rebinding) is on when bound to loopback or when this is set ("*": no check).
+    allowed_hosts: tuple[str, ...] = ()
+    log_level: str = "info"  # debug, info, warning, error
+    log_format: str = "text"  # text, or json: one object per line
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -43,14 +95,66 @@ class ServerSettings:
             raise ValueError("write_timeout_s must be > 0")
         if self.drain_s <= 0:
             raise ValueError("drain_s must be > 0")
+        if self.max_streams < 0:
+            raise ValueError("max_streams must be >= 0")
+        if self.retry_after_s <= 0:
+            raise ValueError("retry_after_s must be > 0")
         if self.max_lead_s <= 0:
             raise ValueError("max_lead_s must be > 0")
         if self.idle_flush_s is not None and self.idle_flush_s <= 0:
             raise ValueError("idle_flush_s must be > 0")
+        self._check_connection_limits()
+        self._check_access_and_logs()
+
+    def _check_access_and_logs(self) -> None:
+        for name in ("api_keys", "allowed_origins", "allowed_hosts"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # tuple("key") would be one key per character
+                raise TypeError(f"{name} must be a sequence of strings, not a string")
+            object.__setattr__(self, name, tuple(value))  # a list from a caller: keep it hashable
+        for key in self.api_keys:
+            check_api_key(key)
+        for origin in self.allowed_origins:
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(f"allowed origin must be scheme://host[:port] or *: {origin!r}")
+        for host in self.allowed_hosts:
+            if not _HOST.fullmatch(host):
+                raise ValueError(f"allowed host must be a host name without port, got {host!r}")
+        object.__setattr__(self, "log_level", self.log_level.lower())  # INFO works too
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
+        if self.log_format not in ("text", "json"):
+            raise ValueError("log_format must be text or json")
+
+    def _check_connection_limits(self) -> None:
+        positive = (
+            "header_timeout_s",
+            "body_timeout_s",
+            "keepalive_timeout_s",
+            "max_header_bytes",
+            "max_body_bytes",
+            "ws_max_message_bytes",
+            "ws_ping_interval_s",
+            "ws_ping_timeout_s",
+            "wyoming_max_line_bytes",
+            "wyoming_max_data_bytes",
+            "wyoming_max_payload_bytes",
+        )
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
+        if self.max_connections < 0:
+            raise ValueError("max_connections must be >= 0 (0: from the open-file limit)")
+        if self.health_reserve < 0:
+            raise ValueError("health_reserve must be >= 0")
 
     @property
     def worker_threads(self) -> int:
         return self.workers or default_workers()
+
+    @property
+    def stream_limit(self) -> int:
+        return self.max_streams or STREAMS_PER_WORKER * self.worker_threads
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> ServerSettings:
@@ -61,12 +165,14 @@ class ServerSettings:
             if raw is None:
                 continue
             default = getattr(cls, field.name)
-            if field.name in ("voices_dir", "lexicon_path"):
+            if field.name in ("voices_dir", "lexicon_path", "api_keys_file"):
                 values[field.name] = Path(raw)
             elif field.name == "idle_flush_s" or isinstance(default, float):
                 values[field.name] = float(raw)
             elif isinstance(default, int):
                 values[field.name] = int(raw)
+            elif isinstance(default, tuple):  # a comma-separated list
+                values[field.name] = tuple(part.strip() for part in raw.split(",") if part.strip())
             else:
                 values[field.name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})

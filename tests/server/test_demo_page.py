@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -91,10 +91,20 @@ def page(browser: Browser, demo_url: str) -> Iterator[Page]:
 
 
 def wait_for(page: Page, expression: str, what: str, timeout_s: float = 10.0) -> None:
-    """Poll ``expression`` in the page until it is truthy; on timeout, fail with the page state."""
-    try:
-        page.wait_for_function(expression, timeout=timeout_s * 1000)
-    except PlaywrightTimeoutError:
+    """Poll ``expression`` in the page until it is truthy; on timeout, fail with the page state.
+
+    Checked once an animation frame, after the page's own frame callback (as
+    ``wait_for_function`` polls), but compiled by DevTools through ``evaluate``:
+    ``wait_for_function`` evals its predicate inside the page, which the page's
+    Content-Security-Policy forbids.
+    """
+    on_next_frame = (
+        f"() => new Promise(resolve => requestAnimationFrame(() => resolve(!!({expression}))))"
+    )
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(on_next_frame):
+        if time.monotonic() < deadline:
+            continue
         state = page.evaluate(
             "window.voxflowDemo ? JSON.stringify({state: voxflowDemo.state, "
             "connection: voxflowDemo.connection, stats: voxflowDemo.stats, "

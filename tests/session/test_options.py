@@ -11,15 +11,20 @@ from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut, OpenStream
 from voxflow.session.options import (
+    MAX_NAME_CHARS,
     MAX_SEED,
     SessionConfig,
     StartOptions,
+    check_name,
     check_speaker,
     check_text,
+    clean_text,
     context_options,
+    finite_number,
     normalization_mode,
     output_format,
     resolve_voice,
+    shown,
     voice_settings,
 )
 from voxflow.session.session import Session
@@ -128,6 +133,15 @@ def test_voice_settings_in_range_and_out() -> None:
         {"seed": -1},
         {"seed": MAX_SEED + 1},
         {"speaker_id": -1},
+        # What a protocol that skipped its own checks could pass: never a number here.
+        {"speed": float("nan")},
+        {"speed": float("inf")},
+        {"noise_scale": float("nan")},
+        {"noise_w": float("-inf")},
+        {"speed": True},
+        {"seed": True},
+        {"seed": 1.0},
+        {"speaker_id": False},
     ):
         with _refused("invalid_voice_settings"):
             voice_settings(**bad)
@@ -138,6 +152,62 @@ def test_text_length() -> None:
     with _refused("text_too_long") as caught:
         check_text("x" * 11, 10)
     assert "at most 10" in caught.value.message and "got 11" in caught.value.message
+
+
+def test_control_characters_in_text_become_spaces_one_for_one() -> None:
+    text = "a\x00b\x07c\x1bd\x7fe\x85f\x9fg"
+    assert clean_text(text) == "a b c d e f g"
+    assert len(clean_text(text)) == len(text)  # offsets into the client's text still hold
+    # Tab and line breaks are text; so is everything printable, emoji (a pair) included.
+    kept = "Tab\there,\nnew line\r\n. Ünïcode \U0001f600 \u2028 \ufeff"
+    assert clean_text(kept) == kept
+
+
+def test_a_lone_surrogate_in_text_is_refused() -> None:
+    for text in ("a\ud800b", "\udfff", "\udc00\ud800"):
+        with _refused("invalid_message") as caught:
+            clean_text(text)
+        assert "surrogate" in caught.value.message
+        caught.value.message.encode("utf-8")  # safe to send back
+
+
+def test_names_are_short_and_printable_or_refused() -> None:
+    assert check_name("joe", "voice name", "unknown_voice") == "joe"
+    assert check_name("x" * MAX_NAME_CHARS, "context_id", "invalid_message")
+    for bad in ("x" * (MAX_NAME_CHARS + 1), "a\x00", "tab\there", "new\nline", "\x85", "\ud800"):
+        with _refused("invalid_message") as caught:
+            check_name(bad, "context_id", "invalid_message")
+        assert len(caught.value.message) < 200
+        caught.value.message.encode("utf-8")
+    # Through the voice lookup, a bad name is an unknown voice that says why.
+    with _refused("unknown_voice") as voice:
+        resolve_voice(lookup, "jo\x00e", "joe")
+    assert "control characters" in voice.value.message
+    with _refused("unsupported_format"):
+        output_format("pcm_24000" * 100)
+
+
+def test_finite_numbers_only() -> None:
+    assert finite_number(None, "speed") is None
+    assert finite_number(2, "speed") == 2.0 and finite_number(0.5, "speed") == 0.5
+    for bad in (float("nan"), float("inf"), float("-inf"), True, False, "1", [1], {"a": 1}):
+        with _refused("invalid_message"):
+            finite_number(bad, "speed")
+    # An integer too large for a float: refused, not an OverflowError.
+    with _refused("invalid_voice_settings") as caught:
+        finite_number(10**400, "voice_settings.speed", "invalid_voice_settings")
+    assert caught.value.message == "voice_settings.speed is out of range"
+
+
+def test_shown_values_are_short_and_safe() -> None:
+    assert shown("joe") == "'joe'" and shown(1.5) == "1.5" and shown(None) == "None"
+    assert len(shown("x" * 10_000)) <= 60 and shown("x" * 10_000).endswith("...")
+    assert shown("a\x00\ud800") == "'a\\x00\\ud800'"  # escaped: encodes as UTF-8
+    assert shown(10**4000) == "a very large integer"
+    deep: object = 1
+    for _ in range(100_000):
+        deep = [deep]
+    assert shown(deep) == "a list" and shown({"a": deep}) == "an object"
 
 
 # -- a context's options --------------------------------------------------------------------------

@@ -25,7 +25,14 @@ from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.driver import SessionDriver
 from voxflow.session.encoder_pool import EncoderPool
 from voxflow.session.metrics import ServerMetrics
-from voxflow.session.runner import Close, PeerGone, RunnerSettings, Transport, run_connection
+from voxflow.session.runner import (
+    Close,
+    PeerGone,
+    RunnerSettings,
+    StopSignal,
+    Transport,
+    run_connection,
+)
 from voxflow.session.session import Session, SessionConfig
 from voxflow.transports.native.protocol import NativeProtocol
 
@@ -576,5 +583,43 @@ def test_a_cancel_at_any_await_point_ends_the_handler_and_its_work(
             transport.release.set()
             await asyncio.sleep(0.05)
         assert connection.leftover_tasks() == set()
+
+    _run(scenario())
+
+
+def test_the_stop_signal_ends_a_live_stream_with_the_protocols_last_words(
+    scheduler: Scheduler, encoder_pool: EncoderPool
+) -> None:
+    async def scenario() -> None:
+        stopping = StopSignal()
+        transport = FakeTransport()
+        settings = RunnerSettings(stopping=stopping)
+        connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
+        await _stream(connection)
+        stopping.set()
+        assert await connection.finished(), "the stop signal did not end the connection"
+        last = json.loads(transport.sent[-1])
+        assert (last["type"], last["code"], last["retryable"]) == ("error", "shutting_down", True)
+        assert transport.closes == [Close(1012, "shutting down")]
+        connection.assert_ended_cleanly()
+
+    _run(scenario())
+
+
+def test_last_words_to_a_client_that_stopped_reading_are_bounded(
+    scheduler: Scheduler, encoder_pool: EncoderPool
+) -> None:
+    async def scenario() -> None:
+        stopping = StopSignal()
+        transport = FakeTransport(block_send_at=2)
+        # A write timeout far longer than the test: only the final-message bound can end it.
+        settings = RunnerSettings(write_timeout_s=600.0, stopping=stopping, final_message_s=0.2)
+        connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
+        await _stream(connection)
+        await _until(transport.send_blocked.is_set)
+        stopping.set()
+        assert await connection.finished(), "a stuck client held the shutdown"
+        assert transport.closes == [STALL_CLOSE]
+        connection.assert_ended_cleanly()
 
     _run(scenario())

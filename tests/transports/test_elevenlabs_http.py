@@ -186,6 +186,48 @@ def test_text_over_the_limit_is_refused(client: ElevenLabs) -> None:
     assert raised.value.body["detail"]["status"] == "max_character_limit_exceeded"
 
 
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"text": "Hi.", "voice_settings": {"speed": NaN}}', "invalid_json"),
+        (b'{"text": "Hi.", "seed": Infinity}', "invalid_json"),
+        (b'{"text": "Hi.", "voice_settings": {"speed": 1e400}}', "invalid_json"),
+        (b'{"text": "a\\udc00"}', "invalid_message"),  # a lone surrogate
+        (b'{"text": "Hi.", "voice_settings": {"speed": true}}', "invalid_voice_settings"),
+        (
+            b'{"text": "Hi.", "voice_settings": {"speed": ' + b"9" * 400 + b"}}",
+            "invalid_voice_settings",
+        ),
+        (b'{"text": "Hi.", "seed": true}', "invalid_request"),
+        (b'{"text": "Hi.", "seed": 4294967296}', "invalid_voice_settings"),
+        (b"{nope", "invalid_json"),
+        (b"[" * 100_000 + b"]" * 100_000, "invalid_json"),
+    ],
+)
+def test_bad_values_get_an_elevenlabs_400_not_a_500(
+    server_url: str, body: bytes, status: str
+) -> None:
+    with httpx.Client(timeout=30) as http:
+        response = http.post(
+            server_url + "/v1/text-to-speech/joe/stream?output_format=pcm_16000",
+            content=body,
+            headers={"Content-Type": "application/json"},
+        )
+    assert response.status_code == 400
+    answer = json.loads(response.content, parse_constant=pytest.fail)
+    assert answer["detail"]["status"] == status and answer["detail"]["message"]
+
+
+def test_a_nul_in_the_text_is_spoken_and_aligned_as_a_space(client: ElevenLabs) -> None:
+    # Left in, NUL ended the text inside the phonemizer: a 200, then a cut body.
+    answer = client.text_to_speech.convert_with_timestamps(
+        voice_id="joe", text="Hello\x00there.", output_format="pcm_16000"
+    )
+    assert answer.alignment is not None
+    assert "".join(answer.alignment.characters) == "Hello there."
+    assert len(base64.b64decode(answer.audio_base_64)) > 16_000  # half a second, at least
+
+
 def test_voices_v2_and_single_voice(client: ElevenLabs) -> None:
     listing = client.voices.search(page_size=5)
     assert listing.total_count == 1 and not listing.has_more

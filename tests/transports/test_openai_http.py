@@ -121,16 +121,67 @@ def test_sse_stream_format(server_url: str) -> None:
     assert 0.5 < _pcm_duration_s(audio) < 3.0
 
 
-def test_empty_input_is_rejected(server_url: str) -> None:
+def _post_speech(server_url: str, body: bytes) -> tuple[int, dict[str, object]]:
     request = urllib.request.Request(
-        server_url + "/v1/audio/speech",
-        data=json.dumps({"input": "", "voice": "alloy", "response_format": "pcm"}).encode(),
-        headers={"Content-Type": "application/json"},
+        server_url + "/v1/audio/speech", data=body, headers={"Content-Type": "application/json"}
     )
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(request, timeout=10)
-    error.value.close()
-    assert error.value.code == 422
+    try:
+        answer = json.loads(error.value.read(), parse_constant=pytest.fail)
+    finally:
+        error.value.close()
+    return error.value.code, answer
+
+
+def test_empty_input_is_rejected_in_openai_shape(server_url: str) -> None:
+    body = json.dumps({"input": "", "voice": "alloy", "response_format": "pcm"}).encode()
+    status, answer = _post_speech(server_url, body)
+    assert status == 400
+    assert answer["error"] == {
+        "message": "input: String should have at least 1 character",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": "invalid_request",
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        # Python's json.loads (FastAPI's) takes these; JSON has no such numbers.
+        (b'{"input": "Hi.", "speed": NaN}', "invalid_json"),
+        (b'{"input": "Hi.", "speed": Infinity}', "invalid_json"),
+        (b'{"input": "Hi.", "speed": 1e400}', "invalid_json"),
+        (b'{"input": "Hi.", "instructions": -Infinity}', "invalid_json"),
+        (b'{"input": "a\\ud800b"}', "invalid_message"),  # a lone surrogate
+        (b'{"input": "Hi.", "speed": true}', "invalid_request"),  # a boolean is no number
+        (b'{"input": "Hi.", "seed": -1}', "invalid_voice_settings"),
+        (b'{"input": "Hi.", "speed": 0}', "invalid_voice_settings"),
+        (b'["Hi."]', "invalid_message"),
+    ],
+)
+def test_bad_values_get_an_openai_400_not_a_500(server_url: str, body: bytes, code: str) -> None:
+    status, answer = _post_speech(server_url, body)
+    assert status == 400
+    error = answer["error"]
+    assert isinstance(error, dict)
+    assert error["code"] == code and error["type"] == "invalid_request_error"
+
+
+def test_a_nul_in_the_input_is_spoken_as_a_space(client: openai.OpenAI) -> None:
+    # Left in, NUL ended the text inside the phonemizer and the request failed.
+    audio = {}
+    for text in ("Hello\x00there.", "Hello there."):
+        audio[text] = client.audio.speech.create(
+            model="tts-1",
+            voice="alloy",
+            input=text,
+            response_format="pcm",
+            extra_body={"seed": 3},  # voxflow's extension: the same audio for the same text
+        ).content
+    assert audio["Hello\x00there."] == audio["Hello there."]
+    assert _pcm_duration_s(audio["Hello there."]) > 0.5
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,8 @@ from fastapi.staticfiles import StaticFiles
 
 from voxflow import __version__
 from voxflow.config import ServerSettings
+from voxflow.server.logs import RequestIdMiddleware
+from voxflow.server.security import AccessPolicy, SecurityMiddleware
 from voxflow.session.services import Services
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 from voxflow.transports.elevenlabs.routes import mount_elevenlabs
@@ -45,14 +47,22 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 wyoming = await start_wyoming_server(services, settings.wyoming_uri)
                 log.info("serving Wyoming on %s (port %d)", settings.wyoming_uri, wyoming.port)
             app.state.services = services
+
+            # Called by ``server.draining`` on SIGTERM; Wyoming's connections drain with the rest.
+            app.state.drain = services.drain
             yield
         finally:
+            app.state.drain = None
             app.state.services = None
             if wyoming is not None:
                 await wyoming.close()
             await asyncio.to_thread(services.shutdown)
 
     app = FastAPI(title="voxflow", version=__version__, lifespan=lifespan)
+    # Access control and request ids (issue 11), pure ASGI; the last added runs first, so the
+    # request id is set before a refusal is logged or sent.
+    app.add_middleware(SecurityMiddleware, policy=AccessPolicy.from_settings(settings))
+    app.add_middleware(RequestIdMiddleware)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
@@ -69,7 +79,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
         services = getattr(request.app.state, "services", None)
         if services is None:
             return JSONResponse({"status": "starting"}, status_code=503)
-        return JSONResponse({"status": "ready", "default_voice": services.default_voice})
+        admission = services.admission
+        streams = {"active_streams": admission.active, "stream_limit": admission.limit}
+        # A load balancer steers new work away from a replica that is full or leaving.
+        if admission.draining:
+            return JSONResponse({"status": "draining", **streams}, status_code=503)
+        if admission.saturated:
+            return JSONResponse({"status": "saturated", **streams}, status_code=503)
+        return JSONResponse({"status": "ready", "default_voice": services.default_voice, **streams})
 
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
@@ -98,8 +115,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
             ]
         }
 
-    @app.post("/v1/audio/speech")
-    async def speech(body: openai_http.SpeechRequest, request: Request) -> Response:
+    # The body is read here rather than by FastAPI, so that a body that is not even JSON is
+    # answered as OpenAI's error too (FastAPI's is a 422 of its own); the schema stays in the docs.
+    speech_docs: dict[str, Any] = {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": openai_http.SpeechRequest.model_json_schema()}
+            },
+        }
+    }
+
+    @app.post("/v1/audio/speech", openapi_extra=speech_docs)
+    async def speech(request: Request) -> Response:
+        body = openai_http.SpeechRequest.model_validate(await request.body())
         return await openai_http.speech(body, _services(request))
 
     @app.websocket("/v1/stream")

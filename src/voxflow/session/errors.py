@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["CODES", "ErrorCode", "SessionError", "is_retryable", "is_server_fault"]
+__all__ = ["CODES", "SHUTTING_DOWN", "ErrorCode", "SessionError", "is_retryable", "is_server_fault"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,13 @@ class ErrorCode:
 CODES: Mapping[str, ErrorCode] = MappingProxyType(
     {
         # -- a frame or request that cannot be read ------------------------------------------------
-        "invalid_json": ErrorCode("a frame that is not JSON, not UTF-8 or nested too deeply"),
+        "invalid_json": ErrorCode(
+            "a frame or request body that is not JSON (NaN, Infinity and numbers too large for a "
+            "float included), not UTF-8 or nested too deeply"
+        ),
         "invalid_message": ErrorCode(
-            "a message that is not an object, a field of the wrong type or out of range, "
-            "a binary frame"
+            "a message that is not an object, a field of the wrong type or out of range, a lone "
+            "UTF-16 surrogate, a name with control characters, a binary frame"
         ),
         "invalid_event": ErrorCode("a malformed Wyoming event"),
         "invalid_request": ErrorCode(
@@ -78,8 +81,25 @@ CODES: Mapping[str, ErrorCode] = MappingProxyType(
             "the encoder failed; the context's audio cannot go on", server_fault=True
         ),
         "service_unavailable": ErrorCode("the server is still starting", True, server_fault=True),
+        # -- the server is full or leaving (retryable: later, or on another replica) ---------------
+        "concurrency_limited": ErrorCode(
+            "the server is at its cap of active streams; retry after retry_after_ms", True
+        ),
+        "shutting_down": ErrorCode("the server is shutting down; retry on another replica", True),
+        # -- access control (server/security.py), answered before any protocol runs ----------------
+        "unauthorized": ErrorCode("no API key, or a key the server does not have (--api-key)"),
+        "forbidden_origin": ErrorCode(
+            "a request or WebSocket from a web page of an origin not allowed (--allowed-origin)"
+        ),
+        "forbidden_host": ErrorCode(
+            "a Host header the server does not answer to (DNS rebinding; --allowed-host)"
+        ),
     }
 )
+
+
+# The error a connection still open when the drain time is over gets, in its protocol's shape.
+SHUTTING_DOWN = "the server is shutting down; reconnect (to another replica) and retry"
 
 
 def is_retryable(code: str) -> bool:
@@ -100,11 +120,18 @@ class SessionError(Exception):
     ``retryable`` defaults to the code's (``CODES``).
     """
 
-    def __init__(self, code: str, message: str, retryable: bool | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        retryable: bool | None = None,
+        retry_after_ms: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.retryable = is_retryable(code) if retryable is None else retryable
+        self.retry_after_ms = retry_after_ms  # when a retry may succeed (a full server)
 
     def __repr__(self) -> str:
         return f"SessionError({self.code!r}, {self.message!r}, retryable={self.retryable})"

@@ -69,6 +69,7 @@ class ErrorOut:
     code: str
     message: str
     retryable: bool = False
+    retry_after_ms: float | None = None  # a full server's hint (``concurrency_limited``)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, ProcessCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -43,6 +52,8 @@ class ServerMetrics:
         # process_resident_memory_bytes, open file descriptors, CPU seconds: what an operator
         # (and `voxflow bench`'s memory section) watches.
         ProcessCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
         self.ttfa = Histogram(
             "voxflow_ttfa_seconds",
             "Time from a context's first text to its first audio",
@@ -63,6 +74,20 @@ class ServerMetrics:
         )
         self.active_contexts = Gauge(
             "voxflow_active_contexts", "Contexts with synthesis under way", registry=self.registry
+        )
+        self.admitted_streams = Gauge(
+            "voxflow_admitted_streams",
+            "Streams holding an admission slot (open contexts, every protocol)",
+            registry=self.registry,
+        )
+        self.stream_limit = Gauge(
+            "voxflow_stream_limit", "The cap on admitted streams", registry=self.registry
+        )
+        self.rejected = Counter(
+            "voxflow_rejected",
+            "Requests and contexts refused before any work, by reason",
+            ["reason"],
+            registry=self.registry,
         )
 
     def watch_scheduler(self, stats: Callable[[], SchedulerStats]) -> None:

@@ -5,10 +5,19 @@ chunk schedule bounds) and then hands the values here: voice names, output forma
 normalization modes, voice settings and text lengths are checked once, the same way for all of
 them, and a refusal is a ``SessionError`` with a code from ``voxflow.session.errors``. The session
 resolves a context's ``StartOptions`` with ``context_options`` when it opens one.
+
+The values themselves are strict here too, whatever carried them: a number is a finite JSON
+number (never a boolean, ``NaN`` or an infinity, ``finite_number``); a name (voice, speaker,
+context id, output format) is short and printable (``check_name``); a text to speak is cleaned of
+control characters and refused if it holds a lone surrogate (``clean_text``). A refusal's message
+shows a client's value only in a bounded, escaped form (``shown``), so it is always safe to send
+back as JSON and UTF-8.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -22,22 +31,40 @@ from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize import NormalizationMode, Normalizer
 
 __all__ = [
+    "MAX_NAME_CHARS",
     "MAX_SEED",
     "SessionConfig",
     "StartOptions",
     "VoiceLookup",
+    "check_name",
     "check_speaker",
     "check_text",
+    "clean_text",
     "context_options",
+    "finite_number",
     "normalization_mode",
     "output_format",
     "resolve_voice",
+    "shown",
     "voice_settings",
 ]
 
 VoiceLookup = Callable[[str], VoiceInfo]
 
 MAX_SEED = 4_294_967_295  # a seed is an unsigned 32-bit integer, as ElevenLabs' is
+# A name (voice, speaker, language, context id, output format) is echoed in replies and logs; no
+# real one comes near this, and it bounds what a refusal's message repeats.
+MAX_NAME_CHARS = 256
+_SHOWN_CHARS = 60
+
+# C0 controls except tab, line feed and carriage return; DEL; C1 controls. None is spoken, and
+# NUL in particular ends a C string inside the phonemizer (the rest of the text would be lost).
+_CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Every C0 and C1 control, tab and line breaks included: none belongs in a name.
+_CONTROL_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Half of a UTF-16 pair on its own (JSON's "\ud800"): not a character, and no UTF-8 encoder
+# accepts it, so it can be neither spoken nor sent back.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -85,6 +112,7 @@ def resolve_voice(
     """
     if not name:
         name = default
+    check_name(name, "voice name", "unknown_voice")
     try:
         return voices(name)
     except VoiceNotFoundError as error:
@@ -117,6 +145,7 @@ def output_format(
     name: str, parse: Callable[[str], OutputFormat] = parse_output_format
 ) -> OutputFormat:
     """The output format ``name`` selects; ``parse`` reads a protocol's own names (OpenAI's)."""
+    check_name(name, "output format", "unsupported_format")
     try:
         return parse(name)
     except UnsupportedFormatError as error:
@@ -130,7 +159,7 @@ def normalization_mode(raw: str | None) -> NormalizationMode:
     except ValueError:
         raise SessionError(
             "invalid_normalization",
-            f"apply_text_normalization must be auto, on or off, got {raw!r}",
+            f"apply_text_normalization must be auto, on or off, got {shown(raw)}",
         ) from None
 
 
@@ -141,9 +170,25 @@ def voice_settings(
     seed: int | None = None,
     speaker_id: int | None = None,
 ) -> VoiceSettings:
-    """``VoiceSettings`` with every value in range, or ``invalid_voice_settings``."""
+    """``VoiceSettings`` with every value in range, or ``invalid_voice_settings``.
+
+    The protocols hand over numbers they have type-checked (``finite_number``); this checks them
+    again, so a caller that did not (the Python API) cannot pass NaN or a boolean either: NaN
+    compares false with every bound and would otherwise reach the engine and the JSON replies.
+    """
+    for name, value in (("speed", speed), ("noise_scale", noise_scale), ("noise_w", noise_w)):
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise SessionError("invalid_voice_settings", f"{name} must be a finite number")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise SessionError("invalid_voice_settings", "seed must be an integer")
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise SessionError("invalid_voice_settings", f"seed must be between 0 and {MAX_SEED}")
+    if speaker_id is not None and (isinstance(speaker_id, bool) or not isinstance(speaker_id, int)):
+        raise SessionError("invalid_voice_settings", "speaker_id must be an integer")
     try:
         return VoiceSettings(
             speed=speed, noise_scale=noise_scale, noise_w=noise_w, seed=seed, speaker_id=speaker_id
@@ -159,6 +204,84 @@ def check_text(text: str, max_chars: int) -> None:
             "text_too_long",
             f"a text message may hold at most {max_chars} characters, got {len(text)}",
         )
+
+
+def clean_text(text: str) -> str:
+    """A client's text to speak, as every protocol hands it to the session.
+
+    Control characters are *cleaned*, not refused: NUL and the other C0 controls except tab, line
+    feed and carriage return, DEL and the C1 controls each become one space. They have no sound,
+    text from an LLM or a copied document carries them now and then, and refusing would fail a
+    live stream (an ElevenLabs WebSocket closes on any error) over something nobody hears. One
+    space for one character keeps every character offset (word timings, alignments) pointing at
+    the text the client sent, and keeps a word boundary where the control stood. Left in, NUL
+    would end the text inside the phonemizer: the request would fail after its audio began.
+
+    A lone UTF-16 surrogate (a JSON ``"\\ud800"`` with no pair) is *refused*
+    (``invalid_message``): it is not a character at all, so there is nothing to clean it into
+    that the client meant, and it could not be sent back in UTF-8 (alignments echo the text).
+    """
+    if _LONE_SURROGATE.search(text) is not None:
+        raise SessionError(
+            "invalid_message", "text holds a lone UTF-16 surrogate, which is not a character"
+        )
+    return _CONTROL_IN_TEXT.sub(" ", text)
+
+
+def check_name(value: str, what: str, code: str) -> str:
+    """``value`` if it can be a name (a voice, speaker, language, context id, output format):
+    at most ``MAX_NAME_CHARS`` characters with no control character and no lone surrogate;
+    otherwise ``SessionError(code)``. Names are refused rather than cleaned: a cleaned name would
+    be a different name, and it is echoed back (a context id in every reply)."""
+    if len(value) > MAX_NAME_CHARS:
+        raise SessionError(code, f"{what} must be at most {MAX_NAME_CHARS} characters")
+    if _CONTROL_IN_NAME.search(value) is not None or _LONE_SURROGATE.search(value) is not None:
+        raise SessionError(
+            code, f"{what} {shown(value)} holds control characters or lone surrogates"
+        )
+    return value
+
+
+def finite_number(value: object, what: str, code: str = "invalid_message") -> float | None:
+    """A JSON number as a finite float; ``None`` (absent) stays ``None``.
+
+    A boolean is not a number here (Python's ``True`` is an ``int``), nor is a string; ``NaN``
+    and the infinities are refused (the JSON decoders already refuse them on the wire; this holds
+    for values from anywhere); an integer too large for a float is refused rather than raising
+    ``OverflowError`` out of ``float()``. The caller checks the range.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SessionError(code, f"{what} must be a number, got {shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise SessionError(code, f"{what} is out of range") from None
+    if not math.isfinite(number):
+        raise SessionError(code, f"{what} must be a finite number, got {shown(value)}")
+    return number
+
+
+def shown(value: object) -> str:
+    """A client's value as a refusal's message may show it: a string, number or boolean as its
+    ``repr`` (which escapes control characters and surrogates), cut to a few dozen characters;
+    anything else by its kind alone (a nested list could be as deep as the recursion limit, or
+    megabytes long)."""
+    if isinstance(value, str):
+        text = repr(value[: _SHOWN_CHARS + 1])  # the rest could be megabytes
+    elif isinstance(value, bool | float) or value is None:
+        text = repr(value)
+    elif isinstance(value, int):
+        # Python refuses to print integers of more than 4,300 digits.
+        text = repr(value) if abs(value) < 10**_SHOWN_CHARS else "a very large integer"
+    elif isinstance(value, list):
+        return "a list"
+    elif isinstance(value, dict):
+        return "an object"
+    else:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 def context_options(

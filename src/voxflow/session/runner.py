@@ -18,7 +18,9 @@ A connection is made of three parts:
   each send bounded by the write timeout; a reply that closes the connection ends it;
 * a client that stops reading (the outbox fills, or one send outlasts the timeout) is closed
   with the protocol's stall close;
-* the protocol's timer (an inactivity timeout) fires when its deadline passes.
+* the protocol's timer (an inactivity timeout) fires when its deadline passes;
+* when the server's drain time is over (``RunnerSettings.stopping``), the protocol's
+  ``shutdown`` reply is sent, within ``final_message_s``, and closes the connection.
 
 Whatever ends first ends the connection. Teardown then cancels the rest, stops the session's work
 (its streams are cancelled as a client cancel would) and closes the transport, all within
@@ -43,6 +45,7 @@ __all__ = [
     "PeerGone",
     "Reply",
     "RunnerSettings",
+    "StopSignal",
     "Transport",
     "WireProtocol",
     "run_connection",
@@ -97,6 +100,10 @@ class WireProtocol(Protocol[_In_contra, _Out_co]):
     def expire(self) -> None:
         """The deadline passed."""
 
+    def shutdown(self) -> Reply[_Out_co]:
+        """The server is shutting down and the drain time is over: the protocol's last words
+        (an error frame, a close code) for a connection that is still open."""
+
     @property
     def stall_close(self) -> Close:
         """The close for a client that stopped reading."""
@@ -116,10 +123,47 @@ class Transport(Generic[FrameIn, FrameOut]):
     close: Callable[[Close], Awaitable[None]]
 
 
+class StopSignal:
+    """Set once, when the server's drain time is over; every connection waits for it.
+
+    Not an ``asyncio.Event``: an event belongs to the first loop that waits on it, and the
+    services that own this signal may outlive a loop (a test's ``asyncio.run``)."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        for waiter in list(self._waiters):
+            waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.discard(waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 @dataclass(frozen=True)
 class RunnerSettings:
     write_timeout_s: float = 10.0  # one send taking longer means the client stopped reading
     teardown_s: float = 2.0  # bound on cancelling the tasks and closing the transport
+    # Set when the server's drain time is over: every connection ends with ``shutdown``'s reply.
+    stopping: StopSignal | None = None
+    final_message_s: float = 1.0  # bound on sending that reply (a client may not be reading)
 
 
 class _End(enum.Enum):
@@ -190,11 +234,21 @@ async def run_connection(
     async def stall() -> None:
         await driver.stalled.wait()
 
+    async def stop() -> None:
+        if settings.stopping is None:
+            await asyncio.Event().wait()  # never: this server does not drain
+            return
+        await settings.stopping.wait()
+        # Bounded by its own timeout, not the write timeout: shutdown must end in time.
+        async with asyncio.timeout(settings.final_message_s):
+            await send(protocol.shutdown())
+
     tasks = {
         asyncio.create_task(read(), name="voxflow-read"),
         asyncio.create_task(write(), name="voxflow-write"),
         asyncio.create_task(stall(), name="voxflow-stall"),
         asyncio.create_task(watch(), name="voxflow-timer"),
+        asyncio.create_task(stop(), name="voxflow-stop"),
     }
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import logging
+from dataclasses import dataclass, field
 
 from voxflow.audio.seams import SeamSettings
 from voxflow.config import ServerSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.driver import SessionDriver
 from voxflow.session.encoder_pool import EncoderPool
 from voxflow.session.metrics import ServerMetrics
-from voxflow.session.runner import RunnerSettings
+from voxflow.session.runner import RunnerSettings, StopSignal
 from voxflow.session.session import Session, SessionConfig
 from voxflow.text.buffer import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize import Normalizer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,11 @@ class Services:
     # Encoder steps of every connection run here, off the event loop (``EncodeLanes``): as many
     # threads as synthesis workers, since encoding competes with rendering for the same cores.
     encoder_pool: EncoderPool
+    # The server-wide cap on active streams; every session of the server shares it.
+    admission: Admission
+    # Set when a shutdown's drain time is over: every connection's runner ends it with its
+    # protocol's last words (``WireProtocol.shutdown``).
+    stopping: StopSignal = field(default_factory=StopSignal)
 
     @classmethod
     def build(cls, settings: ServerSettings) -> Services:
@@ -49,6 +59,12 @@ class Services:
             None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
         )
         encoder_pool = EncoderPool(settings.worker_threads)
+        admission = Admission(
+            AdmissionSettings(settings.stream_limit, settings.retry_after_s),
+            on_refused=lambda refusal: metrics.rejected.labels(refusal.value).inc(),
+        )
+        metrics.admitted_streams.set_function(lambda: admission.active)
+        metrics.stream_limit.set(admission.limit)
         return cls(
             settings,
             registry,
@@ -58,6 +74,7 @@ class Services:
             default_voice,
             Normalizer(lexicon),
             encoder_pool,
+            admission,
         )
 
     def session_config(self) -> SessionConfig:
@@ -86,7 +103,7 @@ class Services:
         return self._driver(None, None)
 
     def _driver(self, config: SessionConfig | None, queue_size: int | None) -> SessionDriver:
-        session = Session(config or self.session_config(), self.registry.get)
+        session = Session(config or self.session_config(), self.registry.get, self.admission)
         return SessionDriver(
             session,
             self.scheduler,
@@ -96,7 +113,20 @@ class Services:
         )
 
     def runner_settings(self) -> RunnerSettings:
-        return RunnerSettings(write_timeout_s=self.settings.write_timeout_s)
+        return RunnerSettings(write_timeout_s=self.settings.write_timeout_s, stopping=self.stopping)
+
+    async def drain(self, drain_s: float) -> None:
+        """A graceful shutdown's first part (on the event loop): admit no new stream, let the
+        admitted ones finish for up to ``drain_s``, then tell every connection still open to
+        end with its protocol's last words (``stopping``)."""
+        self.admission.drain()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain_s
+        while self.admission.active > 0 and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if self.admission.active > 0:
+            log.warning("drain time over with %d streams left; ending them", self.admission.active)
+        self.stopping.set()
 
     def shutdown(self) -> None:
         self.scheduler.shutdown()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
@@ -36,6 +37,7 @@ from voxflow.runtime.jobs import (
     SchedulerEvent,
     SegmentRequest,
 )
+from voxflow.session.admission import Admission
 from voxflow.session.context import Context, ContextState
 from voxflow.session.encoding import Encoded, EncodeJob
 from voxflow.session.errors import SessionError
@@ -56,6 +58,7 @@ from voxflow.session.options import (
     StartOptions,
     VoiceLookup,
     check_text,
+    clean_text,
     context_options,
 )
 
@@ -94,9 +97,14 @@ def _notifies(
 
 
 class Session:
-    def __init__(self, config: SessionConfig, voices: VoiceLookup) -> None:
+    def __init__(
+        self, config: SessionConfig, voices: VoiceLookup, admission: Admission | None = None
+    ) -> None:
         self._config = config
         self._voices = voices
+        # The server-wide cap on streams: each context holds a slot from open to end (None: no
+        # cap, as for ``voxflow say``).
+        self._admission = admission
         self._contexts: dict[str, Context] = {}
         self._by_serial: dict[int, Context] = {}
         self._serials = itertools.count(1)
@@ -107,18 +115,37 @@ class Session:
     # -- client calls ------------------------------------------------------------------------------
 
     @_notifies
-    def start(self, context_id: str | None, options: StartOptions, now: float) -> None:
+    def start(self, context_id: str | None, options: StartOptions, now: float) -> bool:
+        """Open a context; False when it was refused (its error is among the outputs)."""
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
             if cid in self._contexts:
                 raise SessionError("context_exists", f"context {cid!r} is already open")
             self._open(cid, options, now)
+            return True
+        return False
+
+    @_notifies
+    def request(self, context_id: str, options: StartOptions, text: str, now: float) -> None:
+        """A whole-text request (an HTTP request): open, all the text, end, in one call. A
+        request refused at any step gets that one error, and nothing of it stays open."""
+        with self._errors(context_id):
+            check_text(text, self._config.max_message_chars)
+            text = clean_text(text)  # protocols clean already; say and the Python API do not
+            if context_id in self._contexts:
+                raise SessionError("context_exists", f"context {context_id!r} is already open")
+            context = self._open(context_id, options, now)
+            self._submit(context, context.add_text(text, now))
+            self._submit(context, context.flush())
+            context.state = ContextState.ENDING
+            self._outputs.append(CloseStream(context.serial))
 
     @_notifies
     def text(self, context_id: str | None, text: str, now: float) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
             check_text(text, self._config.max_message_chars)
+            text = clean_text(text)  # protocols clean already; say and the Python API do not
             context = self._contexts.get(cid) or self._open(cid, StartOptions(), now)
             if context.state is not ContextState.OPEN:
                 raise SessionError("context_ending", f"context {cid!r} has ended; no more text")
@@ -156,8 +183,8 @@ class Session:
     ) -> None:
         cid = context_id or DEFAULT_CONTEXT
         with self._errors(cid):
-            if played_ms is not None and played_ms < 0:
-                raise SessionError("invalid_message", "played_ms must be >= 0")
+            if played_ms is not None and not 0 <= played_ms < math.inf:  # NaN fails too
+                raise SessionError("invalid_message", "played_ms must be a finite number >= 0")
             context = self._get(cid)
             self._forget(context)
             self._outputs.append(CancelStream(context.serial))
@@ -264,6 +291,8 @@ class Session:
                 f"at most {self._config.max_contexts} contexts may be open at once",
             )
         resolved = context_options(self._config, options, self._voices)
+        if self._admission is not None:
+            self._admission.acquire()  # last: a refused option must not cost a slot
         context = Context(cid, next(self._serials), resolved, now)
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
@@ -280,7 +309,8 @@ class Session:
 
     def _forget(self, context: Context) -> None:
         self._contexts.pop(context.id, None)
-        self._by_serial.pop(context.serial, None)
+        if self._by_serial.pop(context.serial, None) is not None and self._admission is not None:
+            self._admission.release()
 
     def _submit(self, context: Context, requests: list[SegmentRequest]) -> None:
         self._outputs.extend(SubmitSegment(context.serial, request) for request in requests)
@@ -304,6 +334,8 @@ class _ErrorCatcher:
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
         if isinstance(exc, SessionError):
-            self._outputs.append(ErrorOut(self._cid, exc.code, exc.message, exc.retryable))
+            self._outputs.append(
+                ErrorOut(self._cid, exc.code, exc.message, exc.retryable, exc.retry_after_ms)
+            )
             return True
         return False

@@ -17,13 +17,15 @@ JSON object), and this base class decides when the response starts and how it en
 from __future__ import annotations
 
 import abc
-import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.events import AudioOut, ClientEvent, DoneOut, ErrorOut, TimestampsOut
 from voxflow.session.runner import Close, Reply
+from voxflow.transports.wire import dump
 
 __all__ = [
     "COMPLETE",
@@ -40,7 +42,7 @@ __all__ = [
 COMPLETE = Close(1000, "complete")
 TRUNCATE = Close(1011, "truncated")
 STALLED = Close(1008, "client stopped reading")
-NO_STORE = (("cache-control", "no-store"),)
+NO_STORE: tuple[tuple[str, str], ...] = (("cache-control", "no-store"),)
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class ErrorAnswer:
 
     @classmethod
     def json(cls, status: int, body: dict[str, Any]) -> ErrorAnswer:
-        return cls(status, json.dumps(body).encode())
+        return cls(status, dump(body).encode())
 
 
 class RequestProtocol(abc.ABC):
@@ -110,8 +112,18 @@ class RequestProtocol(abc.ABC):
                 return Reply(close=TRUNCATE)
             self._started = True
             answer = self.error(event.code, event.message)
-            return Reply((Head(answer.status, "application/json"), answer.body), COMPLETE)
+            headers: tuple[tuple[str, str], ...] = NO_STORE
+            if event.retry_after_ms is not None:  # a full server: when to come back
+                retry_after = max(1, math.ceil(event.retry_after_ms / 1000.0))
+                headers += (("retry-after", str(retry_after)),)
+            head = Head(answer.status, "application/json", headers)
+            return Reply((head, answer.body), COMPLETE)
         return Reply()  # cancels and closes do not happen to a request
+
+    def shutdown(self) -> Reply[HttpPart]:
+        """Past the drain time: a request not yet answered is refused (503, retryable); an answer
+        under way is cut, so the client knows its file is short."""
+        return self.reply(ErrorOut(None, "shutting_down", SHUTTING_DOWN, retryable=True))
 
     def peer_gone(self) -> bool:
         return True  # the client left: nobody is waiting for the rest

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from voxflow.session.errors import CODES, SessionError, is_server_fault
+from voxflow.session.errors import CODES, SessionError, is_retryable, is_server_fault
 from voxflow.transports.elevenlabs.errors import (
     INTERNAL_ERROR,
     POLICY_VIOLATION,
@@ -27,7 +27,10 @@ def test_every_code_has_an_http_answer(code: str) -> None:
     if is_server_fault(code):
         assert answer.status in (500, 503)
     else:
-        assert answer.status in (400, 404, 429)
+        # A client's mistake, a refusal of who it is (401, 403), or "not now" (429, and 503
+        # for a server shutting down: retry elsewhere).
+        assert answer.status in (400, 401, 403, 404, 429, 503)
+        assert answer.status != 503 or is_retryable(code)
 
 
 @pytest.mark.parametrize("code", sorted(CODES))

@@ -8,9 +8,10 @@ import pytest
 
 from tests.transports.test_wire import BAD_FRAMES
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.session.events import CloseOut, ErrorOut, OpenStream, SubmitSegment
+from voxflow.session.events import CancelledOut, CloseOut, ErrorOut, OpenStream, SubmitSegment
 from voxflow.session.runner import Close
 from voxflow.session.session import Session, SessionConfig
+from voxflow.transports.native.errors import wire_code
 from voxflow.transports.native.protocol import NativeProtocol
 
 
@@ -59,3 +60,65 @@ def test_close_event_closes_normally(session: Session) -> None:
     reply = protocol.reply(CloseOut("bye"))
     assert reply.frames == () and reply.close == Close(1000, "bye")
     assert protocol.peer_gone() and protocol.deadline() is None
+
+
+def _errors(session: Session) -> list[tuple[str | None, str]]:
+    return [(o.context_id, o.code) for o in session.drain() if isinstance(o, ErrorOut)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "cancel", "context_id": "a", "played_ms": -1},
+        {"type": "cancel", "context_id": "a", "played_ms": 10**400},  # no float holds it
+        {"type": "cancel", "context_id": "a", "played_ms": True},
+        {"type": "cancel", "context_id": "a", "played_ms": "12"},
+        {"type": "start", "context_id": "b", "speed": 10**400},
+        {"type": "start", "context_id": "b", "speed": True},
+        {"type": "start", "context_id": "b", "speed": 0},
+        {"type": "start", "context_id": "b", "noise_w": -(10**400)},
+        {"type": "start", "context_id": "b", "seed": -1},
+        {"type": "start", "context_id": "b", "seed": 2**64},
+        {"type": "start", "context_id": "b", "seed": 1.5},
+    ],
+)
+def test_numbers_out_of_range_are_invalid_messages(session: Session, body: object) -> None:
+    protocol = NativeProtocol(session, lambda: 0.0, binary=False)
+    protocol.receive(_frame(type="text", context_id="a", text="Hello there. "))
+    session.drain()
+    protocol.receive(json.dumps(body))
+    # On the wire, as docs/protocol.md documents it (finer codes fold into invalid_message).
+    assert [wire_code(code) for _, code in _errors(session)] == ["invalid_message"]
+
+
+def test_played_ms_is_echoed_as_json_and_a_nan_never_arrives(session: Session) -> None:
+    protocol = NativeProtocol(session, lambda: 0.0, binary=False)
+    protocol.receive(_frame(type="text", context_id="a", text="Hello there. "))
+    protocol.receive('{"type": "cancel", "context_id": "a", "played_ms": NaN}')
+    assert _errors(session) == [(None, "invalid_json")]  # the context is still open
+    protocol.receive(_frame(type="cancel", context_id="a", played_ms=0))
+    (cancelled,) = [o for o in session.drain() if isinstance(o, CancelledOut)]
+    (frame,) = protocol.reply(cancelled).frames
+    assert isinstance(frame, str)
+    assert json.loads(frame, parse_constant=pytest.fail)["played_ms"] == 0.0
+
+
+def test_control_characters_in_text_reach_the_session_as_spaces(session: Session) -> None:
+    protocol = NativeProtocol(session, lambda: 0.0, binary=False)
+    protocol.receive(_frame(type="text", context_id="a", text="Hello\x00there,\x1b friend. "))
+    protocol.receive(_frame(type="flush", context_id="a"))
+    texts = [o.request.text for o in session.drain() if isinstance(o, SubmitSegment)]
+    assert texts and "\x00" not in "".join(texts) and "\x1b" not in "".join(texts)
+    assert "Hello there" in "".join(texts)
+
+
+@pytest.mark.parametrize("context_id", ["x" * 257, "a\x00b", "line\nbreak", "\x85"])
+def test_a_bad_context_id_is_refused_and_not_echoed(session: Session, context_id: str) -> None:
+    protocol = NativeProtocol(session, lambda: 0.0, binary=False)
+    protocol.receive(_frame(type="text", context_id=context_id, text="Hi. "))
+    outputs = session.drain()
+    (error,) = [o for o in outputs if isinstance(o, ErrorOut)]
+    assert error.context_id is None and error.code == "invalid_message"
+    assert not any(isinstance(o, OpenStream) for o in outputs)
+    (frame,) = protocol.reply(error).frames
+    assert isinstance(frame, str) and context_id not in frame

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from voxflow.session.errors import CODES, SessionError, is_server_fault
-from voxflow.transports.openai.errors import openai_error
+from voxflow.session.errors import CODES, SessionError, is_retryable, is_server_fault
+from voxflow.transports.openai.errors import error_type, openai_error
 from voxflow.transports.openai.http import error_response
 
 
@@ -21,8 +21,11 @@ def test_every_code_has_an_error_object(code: str) -> None:
     if is_server_fault(code):
         assert answer.status in (500, 503) and error["type"] == "server_error"
     else:
-        assert answer.status in (400, 429)
-        assert error["type"] in ("invalid_request_error", "rate_limit_error")
+        # A client's mistake, a refusal of who it is (401, 403), or "not now" (429, and 503 for
+        # a server shutting down: retry elsewhere).
+        assert answer.status in (400, 401, 403, 429, 503)
+        assert answer.status != 503 or is_retryable(code)
+        assert error["type"] == error_type(answer.status)
 
 
 @pytest.mark.parametrize(

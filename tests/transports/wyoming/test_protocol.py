@@ -288,3 +288,31 @@ def test_a_stream_whose_context_failed_ends_after_its_error(
     assert not protocol.peer_gone()
     last = protocol.reply(broken)
     assert types(last) == ["error", "synthesize-stopped"] and last.close == NORMAL_CLOSE
+
+
+@pytest.mark.parametrize(
+    ("voice", "code"),
+    [
+        (SynthesizeVoice(name="joe", speaker="²"), "unknown_speaker"),  # a digit int() refuses
+        (SynthesizeVoice(name="joe", speaker="٣"), "unknown_speaker"),
+        (SynthesizeVoice(name="joe", speaker="9" * 5000), "unknown_speaker"),
+        (SynthesizeVoice(name="jo\x00e"), "unknown_voice"),
+        (SynthesizeVoice(name="x" * 10_000), "unknown_voice"),
+        (SynthesizeVoice(language="en\nUS"), "unknown_voice"),
+    ],
+)
+def test_bad_voice_fields_are_clear_errors(
+    protocol: WyomingProtocol, voice: SynthesizeVoice, code: str
+) -> None:
+    (error,) = protocol.receive(Synthesize(text="Hi.", voice=voice).event()).frames
+    answer = Error.from_event(error)
+    assert answer.code == code
+    assert answer.text is not None and len(answer.text) < 300  # the value is not echoed whole
+
+
+def test_control_characters_in_text_reach_the_session_as_spaces(
+    protocol: WyomingProtocol, session: Session
+) -> None:
+    assert types(protocol.receive(Synthesize(text="Hello\x00there.\x7f").event())) == []
+    texts = [o.request.text for o in session.drain() if isinstance(o, SubmitSegment)]
+    assert texts and "\x00" not in "".join(texts) and "Hello there." in "".join(texts)

@@ -1,7 +1,7 @@
 // voxflow demo page: speaks through the native WebSocket protocol (/v1/stream) and plays the audio
 // gaplessly with Web Audio. Test hooks live on window.voxflowDemo (see the bottom of this file).
 
-import { Connection, streamUrl } from "./connection.js";
+import { Connection, apiKeyQuery, streamUrl } from "./connection.js";
 import {
   PlayoutStream,
   audioContext,
@@ -550,7 +550,7 @@ function logLine(kind, text) {
 
 async function loadVoices(attempt = 0) {
   try {
-    const response = await fetch("/v1/voices", { cache: "no-store" });
+    const response = await fetch(`/v1/voices${apiKeyQuery()}`, { cache: "no-store" });
     if (!response.ok) throw new Error(`GET /v1/voices: HTTP ${response.status}`);
     const body = await response.json();
     demo.voices = body.voices || [];

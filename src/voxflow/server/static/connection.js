@@ -1,8 +1,15 @@
 // The native protocol WebSocket (same origin, /v1/stream), reconnecting with backoff on close.
 
+// A server started with API keys: open the page as /?api_key=KEY and the page passes the key on
+// (a browser cannot set headers on a WebSocket).
+export function apiKeyQuery(loc = window.location) {
+  const key = new URLSearchParams(loc.search).get("api_key");
+  return key ? `?api_key=${encodeURIComponent(key)}` : "";
+}
+
 export function streamUrl(loc = window.location) {
   const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${loc.host}/v1/stream`;
+  return `${scheme}//${loc.host}/v1/stream${apiKeyQuery(loc)}`;
 }
 
 export class Connection {

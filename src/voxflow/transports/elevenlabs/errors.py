@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from voxflow.session.errors import is_server_fault
+from voxflow.transports.http_status import http_status
 
 __all__ = [
     "HTTP_STATUS",
@@ -22,6 +23,7 @@ __all__ = [
     "NAMES",
     "NORMAL_CLOSURE",
     "POLICY_VIOLATION",
+    "SERVICE_RESTART",
     "SOCKET_CODES",
     "TRY_AGAIN_LATER",
     "HttpError",
@@ -34,6 +36,7 @@ __all__ = [
 NORMAL_CLOSURE = 1000
 POLICY_VIOLATION = 1008
 INTERNAL_ERROR = 1011
+SERVICE_RESTART = 1012
 TRY_AGAIN_LATER = 1013
 
 # The session's codes that ElevenLabs spells its own way.
@@ -43,17 +46,23 @@ NAMES: Mapping[str, str] = MappingProxyType(
         "unsupported_format": "invalid_output_format",
         "text_too_long": "max_character_limit_exceeded",
         "too_many_contexts": "max_active_conversations",
+        "concurrency_limited": "too_many_concurrent_requests",
         "invalid_normalization": "invalid_request",
+        "unauthorized": "invalid_api_key",
     }
 )
 
-# HTTP statuses other than the defaults: 400 for the client's mistakes, 500 for the server's.
-HTTP_STATUS: Mapping[str, int] = MappingProxyType(
-    {"unknown_voice": 404, "too_many_contexts": 429, "service_unavailable": 503}
-)
+# ElevenLabs' own statuses, over the shared ones (``transports.http_status``).
+HTTP_STATUS: Mapping[str, int] = MappingProxyType({"unknown_voice": 404})
 
 # WebSocket codes other than the defaults: 1008 for the client's mistakes, 1011 for the server's.
-SOCKET_CODES: Mapping[str, int] = MappingProxyType({"service_unavailable": TRY_AGAIN_LATER})
+SOCKET_CODES: Mapping[str, int] = MappingProxyType(
+    {
+        "service_unavailable": TRY_AGAIN_LATER,
+        "concurrency_limited": TRY_AGAIN_LATER,
+        "shutting_down": SERVICE_RESTART,
+    }
+)
 
 # Errors after which the connection goes on: a failed segment is missing from the audio, and the
 # context speaks the next one.
@@ -78,9 +87,8 @@ def error_name(code: str) -> str:
 
 
 def http_error(code: str, message: str) -> HttpError:
-    default = 500 if is_server_fault(code) else 400
     return HttpError(
-        HTTP_STATUS.get(code, default),
+        http_status(code, HTTP_STATUS),
         {"detail": {"status": error_name(code), "message": message}},
     )
 

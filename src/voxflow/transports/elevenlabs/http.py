@@ -19,10 +19,11 @@ surface the message.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from voxflow.audio.formats import OutputFormat
 from voxflow.engines.base import VoiceInfo, VoiceSettings
@@ -35,6 +36,7 @@ from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
 from voxflow.transports.http_response import RunnerResponse
 from voxflow.transports.request_protocol import RequestProtocol
+from voxflow.transports.wire import RequestBody
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
@@ -84,12 +86,10 @@ def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
         raw = {}
     if not isinstance(raw, dict):
         raise SessionError("invalid_voice_settings", "voice_settings must be an object")
-    speed = raw.get("speed")
-    if speed is None:
-        speed = 1.0
-    if isinstance(speed, bool) or not isinstance(speed, int | float):
-        raise SessionError("invalid_voice_settings", "voice_settings.speed must be a number")
-    return options.voice_settings(speed=float(speed), seed=seed)
+    speed = options.finite_number(
+        raw.get("speed"), "voice_settings.speed", "invalid_voice_settings"
+    )
+    return options.voice_settings(speed=1.0 if speed is None else speed, seed=seed)
 
 
 def ws_alignment(alignment: ChunkAlignment) -> dict[str, Any] | None:
@@ -181,20 +181,44 @@ def voice(services: Services, voice_id: str) -> Response:
 # -- text to speech -------------------------------------------------------------------------------
 
 
-class SpeechBody(BaseModel):
-    """The request body; fields voxflow cannot use are accepted and ignored."""
-
-    model_config = ConfigDict(extra="ignore")
+class SpeechBody(RequestBody):
+    """The request body; fields voxflow cannot use are accepted and ignored. Types here (strict),
+    ranges in ``voxflow.session.options``; a refused body is answered in ElevenLabs' shape
+    (``checked``)."""
 
     text: str = Field(min_length=1)
     model_id: str | None = None  # informational: there is one engine
     language_code: str | None = None  # the voice decides the language
     voice_settings: dict[str, Any] | None = None
-    seed: int | None = Field(default=None, ge=0, le=4_294_967_295)
+    seed: int | None = None  # 0 to 4,294,967,295 (options.voice_settings)
     # Request stitching and pronunciation dictionaries have no equivalent here.
     previous_text: str | None = None
     next_text: str | None = None
     apply_text_normalization: str | None = None
+
+
+@dataclass(frozen=True)
+class TtsPlan:
+    """A checked request: what its one context speaks, and how."""
+
+    text: str
+    voice: str
+    output_format: OutputFormat
+    settings: VoiceSettings
+    normalization: NormalizationMode
+
+
+def plan(services: Services, voice_id: str, body: SpeechBody, output_format: str | None) -> TtsPlan:
+    """Check a request (no I/O); ``SessionError`` if it is refused."""
+    body = body.checked()
+    fmt = check_output_format(output_format)
+    voice_name = resolve_voice_id(services, voice_id)
+    settings = voice_settings(body.voice_settings, body.seed)
+    normalization = normalization_mode(body.apply_text_normalization)
+    options.check_text(body.text, services.settings.max_message_chars)
+    # Cleaned before anything uses it: the alignment's characters are the text's.
+    text = options.clean_text(body.text)
+    return TtsPlan(text, voice_name, fmt, settings, normalization)
 
 
 async def text_to_speech(
@@ -207,30 +231,24 @@ async def text_to_speech(
 ) -> Response:
     """The four ``/v1/text-to-speech/{voice_id}...`` endpoints."""
     try:
-        fmt = check_output_format(output_format)
-        voice_name = resolve_voice_id(services, voice_id)
-        settings = voice_settings(body.voice_settings, body.seed)
-        normalization = normalization_mode(body.apply_text_normalization)
-        options.check_text(body.text, services.settings.max_message_chars)
+        checked = plan(services, voice_id, body, output_format)
     except SessionError as error:
         return error_response(error)
     driver = services.new_request_driver()
     now = driver.now()
     start = StartOptions(
-        voice=voice_name,
-        output_format=fmt.name,
-        settings=settings,
-        normalization=normalization,
+        voice=checked.voice,
+        output_format=checked.output_format.name,
+        settings=checked.settings,
+        normalization=checked.normalization,
         paced=False,
     )
-    driver.session.start(_CONTEXT, start, now)
-    driver.session.text(_CONTEXT, body.text, now)
-    driver.session.end(_CONTEXT, now)
+    driver.session.request(_CONTEXT, start, checked.text, now)
     protocol: RequestProtocol
     if not timestamps:
-        protocol = TtsAudio(fmt.media_type)
+        protocol = TtsAudio(checked.output_format.media_type)
     elif stream:
-        protocol = TtsLines(body.text)
+        protocol = TtsLines(checked.text)
     else:
-        protocol = TtsWhole(body.text)
+        protocol = TtsWhole(checked.text)
     return RunnerResponse(driver, protocol, services.runner_settings())

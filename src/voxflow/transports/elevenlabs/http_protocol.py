@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import abc
 import base64
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from voxflow.session.alignment import CharAligner, TimedChar
 from voxflow.session.events import AudioOut, DoneOut, TimestampsOut
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
+from voxflow.transports.wire import dump
 
 __all__ = ["TtsAudio", "TtsLines", "TtsWhole", "http_alignment"]
 
@@ -91,7 +91,7 @@ class TtsLines(_Timestamped):
         super().__init__(text, "application/x-ndjson")
 
     def timed(self, audio: bytes, chars: Sequence[TimedChar]) -> Sequence[bytes]:
-        return ((json.dumps(_object(audio, chars), ensure_ascii=False) + "\n").encode(),)
+        return ((dump(_object(audio, chars)) + "\n").encode(),)
 
 
 class TtsWhole(_Timestamped):
@@ -107,4 +107,4 @@ class TtsWhole(_Timestamped):
 
     def end(self) -> Sequence[bytes]:
         whole = _object(bytes(self._audio), self._chars)
-        return (json.dumps(whole, ensure_ascii=False).encode(),)
+        return (dump(whole).encode(),)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voxflow.session.alignment import CharAligner, ChunkAlignment
+from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -53,6 +54,7 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
+from voxflow.session.options import check_name, clean_text
 from voxflow.session.runner import Close, Reply
 from voxflow.session.services import Services
 from voxflow.session.session import Session, SessionError, StartOptions
@@ -162,6 +164,10 @@ class ElevenLabsProtocol:
             )
         )
 
+    def shutdown(self) -> Reply[str]:
+        """ElevenLabs' error frame (``shutting_down``), then close 1012 (service restart)."""
+        return self._error(ErrorOut(None, "shutting_down", SHUTTING_DOWN, retryable=True))
+
     def _fail(self, error: SessionError) -> None:
         # In order behind the events already queued; the writer closes the socket on it.
         self._failed = True
@@ -178,6 +184,8 @@ class ElevenLabsProtocol:
         text = message.get("text")
         if text is not None and not isinstance(text, str):
             raise SessionError("invalid_message", "text must be a string")
+        if text is not None:
+            text = clean_text(text)  # alignments index the text as the session has it
         if self._multi and message.get("close_context") is True:
             self._close_context(cid, now)
             return
@@ -194,6 +202,8 @@ class ElevenLabsProtocol:
                 # the client does not know it has to close.
                 return
             context = self._start(cid, message, now)
+            if context is None:
+                return  # refused (a full server): the error is on its way, the text goes
         elif context.closing:
             raise SessionError(
                 "context_closing",
@@ -215,9 +225,10 @@ class ElevenLabsProtocol:
             return DEFAULT_CONTEXT
         if not isinstance(cid, str) or not cid:
             raise SessionError("invalid_message", "context_id must be a non-empty string")
-        return cid
+        # Echoed in every reply of the context: short and printable, or refused.
+        return check_name(cid, "context_id", "invalid_message")
 
-    def _start(self, cid: str, message: dict[str, Any], now: float) -> _Context:
+    def _start(self, cid: str, message: dict[str, Any], now: float) -> _Context | None:
         assert self.options is not None  # a connection without options has failed
         if self._session.open_contexts >= self._max_contexts:
             raise SessionError(
@@ -236,7 +247,8 @@ class ElevenLabsProtocol:
             auto_mode=self.options.auto_mode,
             normalization=self.options.normalization,
         )
-        self._session.start(cid, options, now)
+        if not self._session.start(cid, options, now):
+            return None
         context = _Context()
         self._open[cid] = context
         self._in_flight.setdefault(cid, deque()).append(context)

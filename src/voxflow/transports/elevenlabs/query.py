@@ -3,10 +3,11 @@ connection, checked before the connection is accepted (no I/O)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from voxflow.session.options import MAX_SEED
+from voxflow.session.options import MAX_SEED, shown
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError
 from voxflow.text.normalize import NormalizationMode
@@ -16,6 +17,8 @@ __all__ = ["DEFAULT_INACTIVITY_S", "MAX_INACTIVITY_S", "ConnectionOptions", "par
 
 DEFAULT_INACTIVITY_S = 20
 MAX_INACTIVITY_S = 180
+# A decimal integer in ASCII: ``int()`` would also take "1_0", " 7 " and other scripts' digits.
+_INTEGER = re.compile(r"-?[0-9]{1,20}")
 
 
 @dataclass(frozen=True)
@@ -38,17 +41,16 @@ def _flag(query: Mapping[str, str], name: str) -> bool | None:
         return True
     if raw.lower() in ("false", "0"):
         return False
-    raise SessionError("invalid_request", f"{name} must be true or false, got {raw!r}")
+    raise SessionError("invalid_request", f"{name} must be true or false, got {shown(raw)}")
 
 
 def _integer(query: Mapping[str, str], name: str) -> int | None:
     raw = query.get(name)
     if raw is None:
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise SessionError("invalid_request", f"{name} must be an integer, got {raw!r}") from None
+    if _INTEGER.fullmatch(raw) is None:
+        raise SessionError("invalid_request", f"{name} must be an integer, got {shown(raw)}")
+    return int(raw)
 
 
 def parse_connection(

@@ -4,6 +4,7 @@ HTTP routes (``voxflow.transports.elevenlabs.http``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -52,7 +53,6 @@ def mount_elevenlabs(app: FastAPI) -> None:
     async def speech(
         request: Request,
         voice_id: str,
-        body: SpeechBody,
         output_format: str | None,
         stream: bool,
         timestamps: bool,
@@ -60,33 +60,42 @@ def mount_elevenlabs(app: FastAPI) -> None:
         services = services_of(request)
         if services is None:
             return starting()
+        # The body is read here rather than by FastAPI, so that a body that is not even JSON
+        # is answered in ElevenLabs' shape too (FastAPI's is a 422 of its own).
+        body = SpeechBody.model_validate(await request.body())
         return await elevenlabs_http.text_to_speech(
             services, voice_id, body, output_format, stream, timestamps
         )
 
-    @app.post("/v1/text-to-speech/{voice_id}")
+    # The body's schema for the API docs, since FastAPI does not read it.
+    body_docs: dict[str, Any] = {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": SpeechBody.model_json_schema()}},
+        }
+    }
+
+    @app.post("/v1/text-to-speech/{voice_id}", openapi_extra=body_docs)
     async def convert(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
+        voice_id: str, request: Request, output_format: str | None = None
     ) -> Response:
-        return await speech(request, voice_id, body, output_format, False, False)
+        return await speech(request, voice_id, output_format, False, False)
 
-    @app.post("/v1/text-to-speech/{voice_id}/stream")
-    async def stream(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
-    ) -> Response:
-        return await speech(request, voice_id, body, output_format, True, False)
+    @app.post("/v1/text-to-speech/{voice_id}/stream", openapi_extra=body_docs)
+    async def stream(voice_id: str, request: Request, output_format: str | None = None) -> Response:
+        return await speech(request, voice_id, output_format, True, False)
 
-    @app.post("/v1/text-to-speech/{voice_id}/with-timestamps")
+    @app.post("/v1/text-to-speech/{voice_id}/with-timestamps", openapi_extra=body_docs)
     async def convert_with_timestamps(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
+        voice_id: str, request: Request, output_format: str | None = None
     ) -> Response:
-        return await speech(request, voice_id, body, output_format, False, True)
+        return await speech(request, voice_id, output_format, False, True)
 
-    @app.post("/v1/text-to-speech/{voice_id}/stream/with-timestamps")
+    @app.post("/v1/text-to-speech/{voice_id}/stream/with-timestamps", openapi_extra=body_docs)
     async def stream_with_timestamps(
-        voice_id: str, body: SpeechBody, request: Request, output_format: str | None = None
+        voice_id: str, request: Request, output_format: str | None = None
     ) -> Response:
-        return await speech(request, voice_id, body, output_format, True, True)
+        return await speech(request, voice_id, output_format, True, True)
 
     @app.get("/v2/voices")
     async def voices_v2(

@@ -33,11 +33,15 @@ def wire_code(code: str) -> str:
 
 
 def error_body(event: ErrorOut) -> dict[str, Any]:
-    """The native ``error`` event for ``event``."""
-    return {
+    """The native ``error`` event for ``event`` (with ``retry_after_ms`` when the server is
+    full)."""
+    body: dict[str, Any] = {
         "type": "error",
         "context_id": event.context_id,
         "code": wire_code(event.code),
         "message": event.message,
         "retryable": event.retryable,
     }
+    if event.retry_after_ms is not None:
+        body["retry_after_ms"] = round(event.retry_after_ms)
+    return body

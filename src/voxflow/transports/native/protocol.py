@@ -11,6 +11,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -20,7 +21,14 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.options import normalization_mode, voice_settings
+from voxflow.session.options import (
+    check_name,
+    clean_text,
+    finite_number,
+    normalization_mode,
+    shown,
+    voice_settings,
+)
 from voxflow.session.runner import Close, Reply
 from voxflow.session.session import Session, SessionError, StartOptions
 from voxflow.text.lexicon import Lexicon, LexiconEntry
@@ -32,6 +40,7 @@ __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 NORMAL_CLOSE_CODE = 1000
 WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
 INTERNAL_ERROR_CLOSE_CODE = 1011
+SERVICE_RESTART_CLOSE_CODE = 1012
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel")
 MAX_LEXICON_ENTRIES = 1000
 
@@ -64,6 +73,9 @@ def parse_lexicon(raw: object) -> Lexicon | None:
         respelling, phonemes = item.get("respelling"), item.get("phonemes")
         if not isinstance(respelling, str | None) or not isinstance(phonemes, str | None):
             raise SessionError("invalid_message", "respelling and phonemes must be strings")
+        # Pronunciations are spoken text: cleaned as the text is (``clean_text``).
+        respelling = None if respelling is None else clean_text(respelling)
+        phonemes = None if phonemes is None else clean_text(phonemes)
         try:
             entries.append(LexiconEntry(item["word"], respelling=respelling, phonemes=phonemes))
         except ValueError as error:
@@ -81,12 +93,12 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in schedule)
     ):
         raise SessionError("invalid_message", "chunk_length_schedule must be a list of integers")
-    speed = _field(message, "speed", (int, float))
+    speed = finite_number(message.get("speed"), "speed")
     settings = voice_settings(
         # 0 is a speed, and out of range: only an absent speed means the default.
-        speed=1.0 if speed is None else float(speed),
-        noise_scale=_field(message, "noise_scale", (int, float)),
-        noise_w=_field(message, "noise_w", (int, float)),
+        speed=1.0 if speed is None else speed,
+        noise_scale=finite_number(message.get("noise_scale"), "noise_scale"),
+        noise_w=finite_number(message.get("noise_w"), "noise_w"),
         seed=_field(message, "seed", int),
         speaker_id=_field(message, "speaker_id", int),
     )
@@ -123,7 +135,12 @@ class NativeProtocol:
             raw_context = message.get("context_id")
             if raw_context is not None and (not isinstance(raw_context, str) or not raw_context):
                 raise SessionError("invalid_message", "context_id must be a non-empty string")
-            context_id = raw_context
+            # Echoed in every reply of the context: short and printable, or refused.
+            context_id = (
+                None
+                if raw_context is None
+                else check_name(raw_context, "context_id", "invalid_message")
+            )
             self._apply(message, context_id, received_at)
         except SessionError as error:
             self._session.error(context_id, error.code, error.message, error.retryable)
@@ -138,18 +155,20 @@ class NativeProtocol:
             text = message.get("text")
             if not isinstance(text, str):
                 raise SessionError("invalid_message", "text message needs a string 'text'")
-            session.text(context_id, text, now)
+            session.text(context_id, clean_text(text), now)
         elif kind == "flush":
             session.flush(context_id, now)
         elif kind == "end":
             session.end(context_id, now)
         elif kind == "cancel":
-            played = _field(message, "played_ms", (int, float))
-            played_ms = None if played is None else float(played)
+            played_ms = finite_number(message.get("played_ms"), "played_ms")
+            if played_ms is not None and played_ms < 0:
+                raise SessionError("invalid_message", "played_ms must be >= 0")
             session.cancel(context_id, played_ms, now, received_at)
         else:
             raise SessionError(
-                "unknown_type", f"unknown message type {kind!r}; expected one of {MESSAGE_TYPES}"
+                "unknown_type",
+                f"unknown message type {shown(kind)}; expected one of {MESSAGE_TYPES}",
             )
 
     def reply(self, event: ClientEvent) -> Reply[str | bytes]:
@@ -166,6 +185,11 @@ class NativeProtocol:
 
     def expire(self) -> None:
         raise AssertionError("the native protocol sets no deadline")
+
+    def shutdown(self) -> Reply[str | bytes]:
+        """An ``error`` (``shutting_down``, retryable), then close 1012 (service restart)."""
+        error = ErrorOut(None, "shutting_down", SHUTTING_DOWN, retryable=True)
+        return Reply([dump(error_body(error))], Close(SERVICE_RESTART_CLOSE_CODE, "shutting down"))
 
 
 def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:

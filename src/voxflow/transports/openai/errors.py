@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from voxflow.session.errors import is_server_fault
+from voxflow.transports.http_status import http_status
 
-__all__ = ["HTTP_STATUS", "PARAMS", "OpenAIError", "error_type", "openai_error"]
+__all__ = ["PARAMS", "OpenAIError", "error_type", "openai_error"]
 
 # The request field each code blames (``POST /v1/audio/speech``'s names).
 PARAMS: Mapping[str, str] = MappingProxyType(
@@ -26,12 +26,6 @@ PARAMS: Mapping[str, str] = MappingProxyType(
         "text_too_long": "input",
         "unsupported_text_format": "input",
     }
-)
-
-# HTTP statuses other than the defaults: 400 for the client's mistakes (an unknown voice too:
-# OpenAI answers a voice it does not have with 400), 500 for the server's.
-HTTP_STATUS: Mapping[str, int] = MappingProxyType(
-    {"too_many_contexts": 429, "service_unavailable": 503}
 )
 
 
@@ -50,15 +44,17 @@ def error_type(status: int) -> str:
     return "invalid_request_error"
 
 
-def openai_error(code: str, message: str) -> OpenAIError:
-    status = HTTP_STATUS.get(code, 500 if is_server_fault(code) else 400)
+def openai_error(code: str, message: str, param: str | None = None) -> OpenAIError:
+    """OpenAI's error for ``code``; ``param`` names the field at fault when the caller knows it
+    (a body field of the wrong type), else the code's (``PARAMS``)."""
+    status = http_status(code)  # OpenAI answers a voice it does not have with 400 too
     return OpenAIError(
         status,
         {
             "error": {
                 "message": message,
                 "type": error_type(status),
-                "param": PARAMS.get(code),
+                "param": param or PARAMS.get(code),
                 "code": code,
             }
         },

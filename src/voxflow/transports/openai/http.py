@@ -12,18 +12,21 @@ with OpenAI's error object (``errors.openai_error``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from voxflow.audio.formats import openai_output_format
+from voxflow.audio.formats import OutputFormat, openai_output_format
+from voxflow.engines.base import VoiceSettings
 from voxflow.session import options
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError, StartOptions
 from voxflow.transports.http_response import RunnerResponse
 from voxflow.transports.openai.errors import openai_error
 from voxflow.transports.openai.protocol import SpeechAudio, SpeechEvents
+from voxflow.transports.wire import BodyError, RequestBody
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
@@ -32,20 +35,35 @@ OPENAI_VOICES = (
 _CONTEXT = "speech"
 
 
-class SpeechRequest(BaseModel):
+class SpeechRequest(RequestBody):
+    """The request body: types here (strict: ``"speed": true`` is no number), ranges in
+    ``voxflow.session.options``; a refused body is answered as OpenAI's error (``checked``)."""
+
     model: str = "voxflow"
     input: str = Field(min_length=1)
     voice: str = "alloy"
     response_format: str = "mp3"
-    speed: float = Field(default=1.0, ge=0.25, le=4.0)
+    speed: float = 1.0  # 0.25 to 4.0 (options.voice_settings)
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None  # accepted, not used: Piper voices take no instructions
-    seed: int | None = Field(default=None, ge=0)  # voxflow extension: reproducible audio
+    seed: int | None = None  # voxflow extension: reproducible audio
+
+
+@dataclass(frozen=True)
+class SpeechPlan:
+    """A checked request: what its one context speaks, and how."""
+
+    text: str
+    voice: str
+    output_format: OutputFormat
+    settings: VoiceSettings
+    sse: bool
 
 
 def error_response(error: SessionError) -> JSONResponse:
-    """``error`` as OpenAI's error object."""
-    answer = openai_error(error.code, error.message)
+    """``error`` as OpenAI's error object (``param``: the body field at fault, where known)."""
+    param = error.field if isinstance(error, BodyError) else None
+    answer = openai_error(error.code, error.message, param)
     return JSONResponse(answer.body, status_code=answer.status)
 
 
@@ -60,30 +78,33 @@ def resolve_voice(services: Services, name: str) -> str:
     ).name
 
 
-async def speech(request: SpeechRequest, services: Services) -> Response:
-    try:
-        return _speech(request, services)
-    except SessionError as error:
-        return error_response(error)
-
-
-def _speech(request: SpeechRequest, services: Services) -> Response:
+def plan(request: SpeechRequest, services: Services) -> SpeechPlan:
+    """Check a request (no I/O); ``SessionError`` (a ``BodyError`` for the body's own types) if
+    it is refused."""
+    request = request.checked()
     fmt = options.output_format(request.response_format, openai_output_format)
     options.check_text(request.input, services.settings.max_message_chars)
+    text = options.clean_text(request.input)
     voice = resolve_voice(services, request.voice)
     settings = options.voice_settings(speed=request.speed, seed=request.seed)
+    return SpeechPlan(text, voice, fmt, settings, request.stream_format == "sse")
+
+
+async def speech(request: SpeechRequest, services: Services) -> Response:
+    try:
+        checked = plan(request, services)
+    except SessionError as error:
+        return error_response(error)
     driver = services.new_request_driver()
     now = driver.now()
-    driver.session.start(
-        _CONTEXT,
-        StartOptions(voice=voice, output_format=fmt.name, settings=settings, paced=False),
-        now,
+    start = StartOptions(
+        voice=checked.voice,
+        output_format=checked.output_format.name,
+        settings=checked.settings,
+        paced=False,
     )
-    driver.session.text(_CONTEXT, request.input, now)
-    driver.session.end(_CONTEXT, now)
+    driver.session.request(_CONTEXT, start, checked.text, now)
     protocol = (
-        SpeechEvents(request.input)
-        if request.stream_format == "sse"
-        else SpeechAudio(fmt.media_type)
+        SpeechEvents(checked.text) if checked.sse else SpeechAudio(checked.output_format.media_type)
     )
     return RunnerResponse(driver, protocol, services.runner_settings())

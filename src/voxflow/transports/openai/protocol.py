@@ -6,13 +6,13 @@ object (``errors.openai_error``)."""
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from voxflow.session.events import AudioOut, DoneOut
 from voxflow.transports.openai.errors import openai_error
 from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
+from voxflow.transports.wire import dump
 
 __all__ = ["SpeechAudio", "SpeechEvents"]
 
@@ -51,4 +51,4 @@ class SpeechEvents(SpeechAudio):
 
 
 def _event(payload: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(payload)}\n\n".encode()
+    return f"data: {dump(payload)}\n\n".encode()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from voxflow.session.options import clean_text
 from voxflow.session.session import SessionError
 
 with warnings.catch_warnings():
@@ -45,11 +46,12 @@ CHANNELS = 1
 
 
 def request_text(data: dict[str, Any], event_type: str) -> str:
-    """The ``text`` of a ``synthesize`` or ``synthesize-chunk``."""
+    """The ``text`` of a ``synthesize`` or ``synthesize-chunk``, cleaned of control characters
+    (``voxflow.session.options.clean_text``)."""
     text = data.get("text")
     if not isinstance(text, str):
         raise SessionError("invalid_event", f"{event_type} needs a string 'text'")
-    return text
+    return clean_text(text)
 
 
 def requested_voice(data: dict[str, Any], event_type: str) -> SynthesizeVoice | None:

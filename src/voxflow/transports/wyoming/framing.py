@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from voxflow.session.session import SessionError
@@ -26,11 +27,34 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
     from wyoming.event import Event
 
-__all__ = ["MAX_DATA_BYTES", "MAX_LINE_BYTES", "MAX_PAYLOAD_BYTES", "BadEvent", "read_event"]
+__all__ = [
+    "DEFAULT_FRAME_LIMITS",
+    "MAX_DATA_BYTES",
+    "MAX_LINE_BYTES",
+    "MAX_PAYLOAD_BYTES",
+    "BadEvent",
+    "FrameLimits",
+    "read_event",
+]
 
+# The defaults (``ServerSettings.wyoming_max_*`` sets them). A length is checked against its limit
+# from the header, before a byte of that part is read, so nothing over a limit is ever buffered.
 MAX_LINE_BYTES = 1 << 20  # a header line; Wyoming puts long texts in the data part
-MAX_DATA_BYTES = 4 << 20
-MAX_PAYLOAD_BYTES = 16 << 20  # a TTS server receives text; audio payloads are never this big
+MAX_DATA_BYTES = 1 << 20  # a synthesize text of 10,000 characters is under 60 KB of JSON
+MAX_PAYLOAD_BYTES = 1 << 20  # a TTS server is sent text: no event it reads carries a payload
+
+
+@dataclass(frozen=True)
+class FrameLimits:
+    """The most bytes one event's parts may take. ``line`` must also be the limit of the
+    ``StreamReader`` the events are read from (``asyncio.start_server(limit=...)``)."""
+
+    line: int = MAX_LINE_BYTES
+    data: int = MAX_DATA_BYTES
+    payload: int = MAX_PAYLOAD_BYTES
+
+
+DEFAULT_FRAME_LIMITS = FrameLimits()
 
 
 class BadEvent(SessionError):
@@ -41,12 +65,14 @@ class BadEvent(SessionError):
         self.fatal = fatal
 
 
-async def read_event(reader: asyncio.StreamReader) -> Event | None:
+async def read_event(
+    reader: asyncio.StreamReader, limits: FrameLimits = DEFAULT_FRAME_LIMITS
+) -> Event | None:
     """The next event, or None at the end of the stream (also when cut off inside an event)."""
     try:
         line = await reader.readline()
     except ValueError:  # LimitOverrunError: the line is longer than the stream's limit
-        raise BadEvent(f"event header longer than {MAX_LINE_BYTES} bytes", fatal=True) from None
+        raise BadEvent(f"event header longer than {limits.line} bytes", fatal=True) from None
     if not line:
         return None
     if not line.endswith(b"\n"):
@@ -60,8 +86,8 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
         data = {}
     if not isinstance(data, dict):
         raise BadEvent(f"{kind} data must be an object")
-    data_length = _length(header, "data_length", MAX_DATA_BYTES)
-    payload_length = _length(header, "payload_length", MAX_PAYLOAD_BYTES)
+    data_length = _length(header, "data_length", limits.data)
+    payload_length = _length(header, "payload_length", limits.payload)
     try:
         if data_length:
             data = {**data, **_decode(await reader.readexactly(data_length), f"{kind} data")}

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from voxflow import __version__
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
+from voxflow.session.options import check_name
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError
 
@@ -95,6 +96,13 @@ def resolve_voice(
     """The voice and speaker id a request asks for, or the default voice."""
     registry = services.registry
     speaker: str | None = None
+    if requested is not None:
+        # Names are echoed in refusals: short and printable, or refused.
+        for value, what in ((requested.name, "voice name"), (requested.language, "language")):
+            if value is not None:
+                check_name(value, what, "unknown_voice")
+        if requested.speaker is not None:
+            check_name(requested.speaker, "speaker", "unknown_speaker")
     try:
         if requested is not None and requested.name:
             voice = registry.get(requested.name)
@@ -140,7 +148,8 @@ def _speaker_id(voice: VoiceInfo, speaker: str | None) -> int | None:
     # ``speakers`` is ordered by id, and Piper numbers a voice's speakers 0..n-1.
     if speaker in voice.speakers:
         return voice.speakers.index(speaker)
-    if speaker.isdigit() and int(speaker) < voice.num_speakers:
+    # ASCII digits only: ``isdigit`` is also true of "²", which ``int`` refuses.
+    if speaker.isascii() and speaker.isdigit() and int(speaker) < voice.num_speakers:
         # A single-speaker model takes no speaker input at all.
         return int(speaker) if voice.num_speakers > 1 else None
     known = ", ".join(voice.speakers) or f"none (voice {voice.name!r} has a single speaker)"

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from voxflow.engines.base import VoiceInfo, VoiceSettings
+from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.events import AudioOut, ClientEvent, CloseOut, DoneOut, ErrorOut
 from voxflow.session.runner import Close, Reply
 from voxflow.session.services import Services
@@ -126,6 +127,10 @@ class WyomingProtocol:
 
     def expire(self) -> None:
         raise AssertionError("the Wyoming protocol sets no deadline")
+
+    def shutdown(self) -> Reply[Event]:
+        """An ``error`` event (``shutting_down``), then the connection closes."""
+        return Reply([events.error_event("shutting_down", SHUTTING_DOWN)], NORMAL_CLOSE)
 
     def _answering(self) -> bool:
         """A complete request is being answered: what arrives now waits for its answer."""
@@ -230,8 +235,7 @@ class WyomingProtocol:
         context_id = f"wyoming-{next(self._ids)}"
         request = _Request(context_id, voice.sample_rate, streaming, input_done=not streaming)
         self._request = request
-        opened = self._session.open_contexts
-        self._session.start(
+        opened = self._session.start(
             context_id,
             StartOptions(
                 voice=voice.name,
@@ -243,7 +247,7 @@ class WyomingProtocol:
             ),
             self._clock(),
         )
-        if self._session.open_contexts == opened:
+        if not opened:
             # The session refused it and queued its error event; nothing else comes for it.
             if streaming:
                 request.context_id = None

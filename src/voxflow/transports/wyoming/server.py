@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from voxflow.session.services import Services
-from voxflow.transports.wyoming.framing import MAX_LINE_BYTES
+from voxflow.transports.wyoming.framing import FrameLimits
 from voxflow.transports.wyoming.info import parse_wyoming_uri
 from voxflow.transports.wyoming.tcp import serve_wyoming
 
@@ -20,8 +20,9 @@ log = logging.getLogger(__name__)
 class WyomingServerHandle:
     """A listening Wyoming server: ``port`` it is bound to and ``close()``."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, limits: FrameLimits) -> None:
         self._services = services
+        self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -34,7 +35,7 @@ class WyomingServerHandle:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def _listen(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_LINE_BYTES)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=self._limits.line)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -43,7 +44,7 @@ class WyomingServerHandle:
             return
         self._connections.add(task)
         try:
-            await serve_wyoming(self._services, reader, writer)
+            await serve_wyoming(self._services, reader, writer, self._limits)
         except asyncio.CancelledError:
             # close() cancels connections, and the connection has cleaned up after itself. On
             # 3.11 asyncio's own done-callback for this task calls task.exception(), which raises
@@ -65,10 +66,20 @@ class WyomingServerHandle:
             await self._server.wait_closed()
 
 
-async def start_wyoming_server(services: Services, uri: str) -> WyomingServerHandle:
-    """Listen for Wyoming clients on ``uri`` (``tcp://HOST:PORT``; port 0 picks a free one)."""
+async def start_wyoming_server(
+    services: Services, uri: str, limits: FrameLimits | None = None
+) -> WyomingServerHandle:
+    """Listen for Wyoming clients on ``uri`` (``tcp://HOST:PORT``; port 0 picks a free one);
+    ``limits`` default to the settings' ``wyoming_max_*``."""
     host, port = parse_wyoming_uri(uri)
-    handle = WyomingServerHandle(services)
+    if limits is None:
+        settings = services.settings
+        limits = FrameLimits(
+            line=settings.wyoming_max_line_bytes,
+            data=settings.wyoming_max_data_bytes,
+            payload=settings.wyoming_max_payload_bytes,
+        )
+    handle = WyomingServerHandle(services, limits)
     await handle._listen(host, port)
     log.info("Wyoming server listening on %s:%d", host, handle.port)
     return handle

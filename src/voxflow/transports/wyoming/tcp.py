@@ -13,7 +13,12 @@ import warnings
 
 from voxflow.session.runner import Close, PeerGone, Transport, run_connection
 from voxflow.session.services import Services
-from voxflow.transports.wyoming.framing import BadEvent, read_event
+from voxflow.transports.wyoming.framing import (
+    DEFAULT_FRAME_LIMITS,
+    BadEvent,
+    FrameLimits,
+    read_event,
+)
 from voxflow.transports.wyoming.protocol import WyomingFrame, WyomingProtocol
 
 with warnings.catch_warnings():
@@ -28,14 +33,17 @@ CLOSE_WAIT_S = 1.0  # below the runner's teardown bound, so an unread socket is 
 
 
 async def serve_wyoming(
-    services: Services, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    services: Services,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    limits: FrameLimits = DEFAULT_FRAME_LIMITS,
 ) -> None:
     """Serve one Wyoming client until the connection ends; the socket is closed on return."""
     driver = services.new_driver()
     protocol = WyomingProtocol(driver.session, driver.now, services)
     try:
         await run_connection(
-            driver, protocol, tcp_transport(reader, writer), services.runner_settings()
+            driver, protocol, tcp_transport(reader, writer, limits), services.runner_settings()
         )
     finally:
         # The runner closes the transport only when a reply or a stall asks it to; a peer that
@@ -44,7 +52,9 @@ async def serve_wyoming(
 
 
 def tcp_transport(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    limits: FrameLimits = DEFAULT_FRAME_LIMITS,
 ) -> Transport[WyomingFrame, Event]:
     """The events of one accepted TCP connection."""
     ended = False
@@ -54,7 +64,7 @@ def tcp_transport(
         if ended:
             return None
         try:
-            return await read_event(reader)
+            return await read_event(reader, limits)
         except BadEvent as error:
             ended = error.fatal
             return error

@@ -1,0 +1,158 @@
+"""``voxflow serve``: its options (server, admission, access control, logs, connection limits)
+and the server's start, with a graceful drain on SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from voxflow.config import LOG_LEVELS, ServerSettings
+
+__all__ = ["access_overrides", "add_serve_parser", "limit_overrides", "serve"]
+
+
+def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve_cmd = commands.add_parser("serve", help="run the server")
+    serve_cmd.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve_cmd.add_argument("--port", type=int, help="port (default 8000)")
+    serve_cmd.add_argument("--workers", type=int, help="synthesis threads (default: one per core)")
+    serve_cmd.add_argument("--default-voice", help="voice used when a request names none")
+    serve_cmd.add_argument(
+        "--idle-flush", type=float, dest="idle_flush_s", help="flush text idle this many seconds"
+    )
+    serve_cmd.add_argument(
+        "--lexicon", type=Path, dest="lexicon_path", help="server-wide pronunciation lexicon"
+    )
+    serve_cmd.add_argument(
+        "--wyoming",
+        dest="wyoming_uri",
+        metavar="URI",
+        help="also serve the Wyoming protocol (Home Assistant), e.g. tcp://0.0.0.0:10200",
+    )
+    serve_cmd.add_argument(
+        "--max-streams",
+        type=int,
+        dest="max_streams",
+        help="active streams admitted at once; past it 429 (default: 6 per worker)",
+    )
+    serve_cmd.add_argument(
+        "--drain",
+        type=float,
+        dest="drain_s",
+        help="on SIGTERM, seconds streams may take to finish (default 10)",
+    )
+    _add_access_options(serve_cmd)
+    _add_limit_options(serve_cmd)
+
+
+def _add_access_options(serve: argparse.ArgumentParser) -> None:
+    """Access control and logs (issue 11); README's "Public deployment" says when to use each."""
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        dest="api_keys",
+        metavar="KEY",
+        help="require this API key (repeatable; default: no authentication)",
+    )
+    serve.add_argument(
+        "--api-keys-file", type=Path, metavar="PATH", help="more API keys, one a line (# comments)"
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        dest="allowed_origins",
+        metavar="ORIGIN",
+        help="also accept WebSockets from pages of this origin, e.g. https://app.example (or *)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        dest="allowed_hosts",
+        metavar="NAME",
+        help="also answer to this Host name (checked when bound to loopback or when given)",
+    )
+    serve.add_argument("--log-level", choices=LOG_LEVELS, help="default info (-v: debug)")
+    serve.add_argument(
+        "--log-format", choices=("text", "json"), help="json: one object a line (default text)"
+    )
+
+
+def access_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The access control and log flags; None leaves the ``VOXFLOW_*`` variable's value."""
+
+    def listed(values: list[str] | None) -> tuple[str, ...] | None:
+        return tuple(values) if values else None
+
+    return {
+        "api_keys": listed(args.api_keys),
+        "api_keys_file": args.api_keys_file,
+        "allowed_origins": listed(args.allowed_origins),
+        "allowed_hosts": listed(args.allowed_hosts),
+        "log_level": args.log_level or ("debug" if args.verbose else None),
+        "log_format": args.log_format,
+    }
+
+
+# -- connection limits and timeouts (issue 11): the ones an operator tunes; the rest (WebSocket
+# and Wyoming sizes, pings) are VOXFLOW_* variables only (docs/operations.md).
+_LIMIT_FLAGS = (
+    ("--header-timeout", "header_timeout_s", float, "close a client whose request head is late"),
+    ("--body-timeout", "body_timeout_s", float, "408 a request whose body is not in by then"),
+    ("--keepalive-timeout", "keepalive_timeout_s", float, "close idle keep-alive connections"),
+    ("--max-body-bytes", "max_body_bytes", int, "413 a larger request body"),
+    ("--max-connections", "max_connections", int, "open connections (0: from the fd limit)"),
+    ("--health-reserve", "health_reserve", int, "connections past the cap for health checks"),
+)
+
+
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    for flag, dest, kind, help_text in _LIMIT_FLAGS:
+        parser.add_argument(flag, type=kind, dest=dest, help=help_text)
+
+
+def limit_overrides(args: argparse.Namespace) -> dict[str, object]:
+    return {dest: getattr(args, dest) for _, dest, _, _ in _LIMIT_FLAGS}
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``voxflow serve``."""
+    # The server stack is imported only when serving: it doubles the start-up time of the CLI.
+    from voxflow.server.app import create_app  # noqa: PLC0415
+    from voxflow.server.draining import DrainingServer  # noqa: PLC0415
+    from voxflow.server.limits import raise_open_file_limit  # noqa: PLC0415
+    from voxflow.server.logs import configure_logging  # noqa: PLC0415
+    from voxflow.server.security import configured_keys  # noqa: PLC0415
+    from voxflow.server.uvicorn_config import uvicorn_config  # noqa: PLC0415
+
+    settings = ServerSettings.from_env(
+        os.environ,
+        host=args.host,
+        port=args.port,
+        voices_dir=args.voices_dir,
+        workers=args.workers,
+        default_voice=args.default_voice,
+        idle_flush_s=args.idle_flush_s,
+        wyoming_uri=args.wyoming_uri,
+        lexicon_path=args.lexicon_path,
+        max_streams=args.max_streams,
+        drain_s=args.drain_s,
+        **access_overrides(args),
+        **limit_overrides(args),
+    )
+    # One handler for every logger, uvicorn's included: request ids, no keys or query strings.
+    configure_logging(settings, configured_keys(settings))
+    app = create_app(settings)
+    # The connection cap is sized to the open-file limit, raised to the hard limit first.
+    config = uvicorn_config(
+        app,
+        settings,
+        fd_limit=raise_open_file_limit(),
+        log_level=settings.log_level,
+        log_config=None,  # configure_logging's handler, not uvicorn's (which would print keys)
+        # SIGTERM drains first (server.draining): by the time uvicorn's own shutdown runs, every
+        # connection has had its last words; this only bounds what uvicorn waits for after that.
+        timeout_graceful_shutdown=2,
+    )
+    DrainingServer(config, lambda: getattr(app.state, "drain", None), settings.drain_s).run()
+    return 0

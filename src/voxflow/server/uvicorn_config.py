@@ -1,0 +1,42 @@
+"""The one place uvicorn is configured from ``ServerSettings``: ``voxflow serve`` and the tests'
+servers both run what this builds, so what is tested is what is served."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import uvicorn
+
+from voxflow.config import ServerSettings
+from voxflow.server.http_protocol import limited_protocol
+from voxflow.server.limits import HttpLimits
+
+__all__ = ["uvicorn_config"]
+
+
+def uvicorn_config(
+    app: Any, settings: ServerSettings, fd_limit: int | None = None, **options: Any
+) -> uvicorn.Config:
+    """uvicorn's config for ``app`` with the settings' address and connection limits.
+
+    ``fd_limit``: the open-file limit a derived ``max_connections`` is sized to (default: the
+    process's now; ``voxflow serve`` raises it first). ``options`` go to ``uvicorn.Config`` as they
+    are (log level, lifespan, graceful-shutdown timeout).
+    """
+    limits = HttpLimits.from_settings(settings, fd_limit)
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        # The abort an HTTP answer needs to drop a client that stopped reading, and every limit
+        # on a connection before the app sees it (server.http_protocol); keep-alive included, as
+        # uvicorn's own setting takes whole seconds only.
+        http=limited_protocol(limits),
+        # Every client message is a JSON text of at most max_message_chars characters (6 bytes
+        # each at worst, escaped): a larger one is refused by the WebSocket layer (close 1009)
+        # before it is buffered whole.
+        ws_max_size=settings.ws_max_message_bytes,
+        ws_ping_interval=settings.ws_ping_interval_s,
+        ws_ping_timeout=settings.ws_ping_timeout_s,
+        **options,
+    )
