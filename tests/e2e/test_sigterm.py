@@ -149,6 +149,7 @@ def test_sigterm_exits_within_the_drain_time_with_a_stuck_client(
             process.send_signal(signal.SIGTERM)
             exit_code = process.wait(timeout=60)
             took = time.monotonic() - signalled
+            print(f"\nexited {took:.2f} s after SIGTERM (drain {DRAIN_S} s)")
             with answer, pytest.raises(http.client.IncompleteRead):
                 answer.read()  # cut, never a short body that ends like a whole one
             last = _frames_until_closed(live)[-1]

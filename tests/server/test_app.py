@@ -34,10 +34,23 @@ def test_voices_serve_both_our_fields_and_elevenlabs(server_url: str) -> None:
 
 
 def test_metrics_expose_the_documented_series(server_url: str) -> None:
+    request = urllib.request.Request(
+        server_url + "/v1/audio/speech",
+        data=json.dumps({"input": "Counted.", "response_format": "pcm"}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.read()
     status, body = _get(server_url + "/metrics")
     assert status == 200
+    # Labelled by protocol (TTFA) and by protocol, format and voice (streams).
+    assert 'voxflow_ttfa_seconds_count{protocol="openai"}' in body
+    assert 'voxflow_streams_total{format="pcm_24000",protocol="openai",voice="joe"}' in body
     for name in (
         "voxflow_ttfa_seconds_bucket",
+        "voxflow_admitted_streams",
+        "voxflow_stream_limit",
+        "python_gc_objects_collected_total",
         "voxflow_chunk_gap_seconds_bucket",
         "voxflow_cancel_latency_seconds_bucket",
         "voxflow_active_contexts",

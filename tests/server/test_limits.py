@@ -129,6 +129,22 @@ def test_every_post_route_refuses_an_announced_oversize_body_before_reading_it(
             assert closed_by_server(sock) == b""
 
 
+def _rejected(server: uvicorn.Server, reason: str) -> float:
+    with connected(_port(server)) as sock:
+        sock.sendall(head("GET", "/metrics"))
+        text = read_answer(sock).body.decode()
+    prefix = f'voxflow_rejected_total{{reason="{reason}"}} '
+    return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def test_refusals_are_counted_by_reason(server: uvicorn.Server) -> None:
+    before = _rejected(server, "body_size")
+    with connected(_port(server)) as sock:
+        sock.sendall(head("POST", "/v1/audio/speech", "content-length: 100000000"))
+        assert read_answer(sock).status == 413
+    assert _rejected(server, "body_size") == before + 1
+
+
 def test_a_chunked_body_is_refused_once_it_passes_the_limit(server: uvicorn.Server) -> None:
     piece = b"a" * 16384
     chunk = b"%x\r\n%s\r\n" % (len(piece), piece)

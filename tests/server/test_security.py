@@ -142,6 +142,20 @@ def test_a_wrong_key_is_refused(
     assert response.json()["error"]["code"] == "unauthorized"
 
 
+def _rejected(http: httpx.Client, reason: str) -> float:
+    text = http.get("/metrics", headers={"authorization": f"Bearer {KEY}"}).text
+    prefix = f'voxflow_rejected_total{{reason="{reason}"}} '
+    return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def test_refusals_are_counted_by_reason(http: httpx.Client) -> None:
+    before = _rejected(http, "unauthorized"), _rejected(http, "forbidden_host")
+    assert http.get("/metrics").status_code == 401
+    assert http.get("/v1/voices", headers={"host": "evil.example"}).status_code == 403
+    after = _rejected(http, "unauthorized"), _rejected(http, "forbidden_host")
+    assert after == (before[0] + 1, before[1] + 1)
+
+
 def test_the_openai_sdk_with_and_without_the_key(url: str) -> None:
     with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as client:
         audio = client.audio.speech.create(

@@ -17,6 +17,7 @@ from voxflow import __version__
 from voxflow.config import ServerSettings
 from voxflow.server.logs import RequestIdMiddleware
 from voxflow.server.security import AccessPolicy, SecurityMiddleware
+from voxflow.session.metrics import ServerMetrics
 from voxflow.session.services import Services
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 from voxflow.transports.elevenlabs.routes import mount_elevenlabs
@@ -40,7 +41,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Loading the voice takes a second of CPU: keep it off the event loop.
-        services = await asyncio.to_thread(Services.build, settings)
+        services = await asyncio.to_thread(Services.build, settings, metrics)
         wyoming = None
         try:
             if settings.wyoming_uri is not None:
@@ -59,9 +60,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
             await asyncio.to_thread(services.shutdown)
 
     app = FastAPI(title="voxflow", version=__version__, lifespan=lifespan)
+    # Made before the services: refusals by the connection limits and the access checks count
+    # from the first connection (``app.state.metrics.count_rejected``).
+    metrics = ServerMetrics()
+    app.state.metrics = metrics
     # Access control and request ids (issue 11), pure ASGI; the last added runs first, so the
     # request id is set before a refusal is logged or sent.
-    app.add_middleware(SecurityMiddleware, policy=AccessPolicy.from_settings(settings))
+    app.add_middleware(
+        SecurityMiddleware,
+        policy=AccessPolicy.from_settings(settings),
+        on_refused=metrics.count_rejected,
+    )
     app.add_middleware(RequestIdMiddleware)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
@@ -89,9 +98,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return JSONResponse({"status": "ready", "default_voice": services.default_voice, **streams})
 
     @app.get("/metrics")
-    async def metrics(request: Request) -> Response:
+    async def render_metrics(request: Request) -> Response:
+        # The app's registry, so refusals before the services are up are counted too.
         return Response(
-            _services(request).metrics.render(),
+            request.app.state.metrics.render(),
             media_type="text/plain; version=0.0.4; charset=utf-8",
         )
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from asyncio import TimerHandle, Transport
+from collections.abc import Callable
 from typing import ClassVar
 
 import httptools
@@ -52,9 +53,13 @@ class AbortableHttpProtocol(HttpToolsProtocol):
         self.scope["extensions"] = {ABORT_EXTENSION: {"abort": self.transport.abort}}
 
 
-def limited_protocol(limits: HttpLimits) -> type[LimitedHttpProtocol]:
-    """A protocol class for one server: its limits, and its own gate (the cap's bookkeeping)."""
-    attributes = {"limits": limits, "gate": ConnectionGate(), "__module__": __name__}
+def limited_protocol(
+    limits: HttpLimits, on_refused: Callable[[str], None] = lambda _reason: None
+) -> type[LimitedHttpProtocol]:
+    """A protocol class for one server: its limits, and its own gate (the cap's bookkeeping),
+    which reports each refusal's reason to ``on_refused``."""
+    gate = ConnectionGate(on_refused)
+    attributes = {"limits": limits, "gate": gate, "__module__": __name__}
     return type("LimitedHttpProtocol", (LimitedHttpProtocol,), attributes)
 
 
@@ -139,12 +144,16 @@ class LimitedHttpProtocol(AbortableHttpProtocol):
         if self._reserved:
             path = httptools.parse_url(self.url).path.decode("ascii", "replace")
             if upgrade or path not in self.limits.reserved_paths:
-                self._refuse(503, "the server is at its connection limit", retry=True)
+                self._refuse(
+                    503, "the server is at its connection limit", "connection_cap", retry=True
+                )
                 return
             self.gate.waiting.pop(self, None)
         length = self._content_length()
         if length is not None and length > self.limits.max_body_bytes:
-            self._refuse(413, f"the request body is over {self.limits.max_body_bytes} bytes")
+            self._refuse(
+                413, f"the request body is over {self.limits.max_body_bytes} bytes", "body_size"
+            )
             return
         super().on_headers_complete()
         if upgrade:
@@ -158,7 +167,9 @@ class LimitedHttpProtocol(AbortableHttpProtocol):
             return
         self._body_bytes += len(body)
         if self._body_bytes > self.limits.max_body_bytes:
-            self._refuse(413, f"the request body is over {self.limits.max_body_bytes} bytes")
+            self._refuse(
+                413, f"the request body is over {self.limits.max_body_bytes} bytes", "body_size"
+            )
             return
         super().on_body(body)
 
@@ -222,7 +233,9 @@ class LimitedHttpProtocol(AbortableHttpProtocol):
         log.debug("%s: no request head within %.1f s", self.client, self.limits.header_timeout_s)
         # Nothing sent (an idle socket): close. Part of a head: tell the client why.
         status = 408 if self._in_message else None
-        self._refuse(status, f"the request head took over {self.limits.header_timeout_s} s")
+        self._refuse(
+            status, f"the request head took over {self.limits.header_timeout_s} s", "head_timeout"
+        )
 
     def _body_timed_out(self) -> None:
         self._body_timer = None
@@ -235,7 +248,9 @@ class LimitedHttpProtocol(AbortableHttpProtocol):
             self._refused = True
             self.transport.close()
             return
-        self._refuse(408, f"the request body took over {self.limits.body_timeout_s} s")
+        self._refuse(
+            408, f"the request body took over {self.limits.body_timeout_s} s", "body_timeout"
+        )
 
     # -- refusals
 
@@ -245,7 +260,9 @@ class LimitedHttpProtocol(AbortableHttpProtocol):
             return False
         self._head_bytes += size
         if self._head_bytes > self.limits.max_header_bytes:
-            self._refuse(431, f"the request head is over {self.limits.max_header_bytes} bytes")
+            self._refuse(
+                431, f"the request head is over {self.limits.max_header_bytes} bytes", "head_size"
+            )
             return False
         return True
 
@@ -258,11 +275,13 @@ class LimitedHttpProtocol(AbortableHttpProtocol):
                     return None  # the parser rejects it
         return None
 
-    def _refuse(self, status: int | None, detail: str, retry: bool = False) -> None:
-        """End the connection with ``status`` (None: no answer) where an answer can still go out."""
+    def _refuse(self, status: int | None, detail: str, reason: str, retry: bool = False) -> None:
+        """End the connection with ``status`` (None: no answer) where an answer can still go out;
+        ``reason`` labels it in the metrics."""
         if self._refused:
             return
         self._refused = True
+        self.gate.on_refused(reason)
         self._stop_timers()
         self.gate.forget(self)
         cycle = self.cycle

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import resource
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -111,9 +111,11 @@ class ConnectionGate:
     have not sent their request head yet. Dicts keep insertion order, so the first is the oldest.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_refused: Callable[[str], None] = lambda _reason: None) -> None:
         self.idle: dict[Evictable, None] = {}
         self.waiting: dict[Evictable, None] = {}
+        # Every refusal, by reason (``voxflow_rejected_total{reason}`` on the app's /metrics).
+        self.on_refused = on_refused
         self.refused = 0  # connections and requests turned away by the cap
         self.at_cap = False  # for logging a warning once per episode, not once per refusal
 

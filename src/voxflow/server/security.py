@@ -37,7 +37,7 @@ import hmac
 import ipaddress
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -276,9 +276,15 @@ async def _refuse(scope: Scope, send: Send, error: SessionError) -> None:
 
 
 class SecurityMiddleware:
-    def __init__(self, app: ASGIApp, policy: AccessPolicy) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        policy: AccessPolicy,
+        on_refused: Callable[[str], None] = lambda _reason: None,
+    ) -> None:
         self.app = app
         self.policy = policy
+        self.on_refused = on_refused  # by code: unauthorized, forbidden_origin, forbidden_host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
@@ -294,6 +300,7 @@ class SecurityMiddleware:
                 client[0] if client else "?",
                 error.code,
             )
+            self.on_refused(error.code)
             await _refuse(scope, send, error)
             return
         if scope["type"] == "http" and _demo_path(scope["path"]):

@@ -3,6 +3,7 @@ servers both run what this builds, so what is tested is what is served."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -15,14 +16,22 @@ __all__ = ["uvicorn_config"]
 
 
 def uvicorn_config(
-    app: Any, settings: ServerSettings, fd_limit: int | None = None, **options: Any
+    app: Any,
+    settings: ServerSettings,
+    fd_limit: int | None = None,
+    on_refused: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> uvicorn.Config:
     """uvicorn's config for ``app`` with the settings' address and connection limits.
 
     ``fd_limit``: the open-file limit a derived ``max_connections`` is sized to (default: the
     process's now; ``voxflow serve`` raises it first). ``options`` go to ``uvicorn.Config`` as they
-    are (log level, lifespan, graceful-shutdown timeout).
+    are (log level, lifespan, graceful-shutdown timeout). ``on_refused`` counts the connection
+    limits' refusals by reason (default: the app's ``state.metrics``, when it has one).
     """
+    if on_refused is None:
+        metrics = getattr(getattr(app, "state", None), "metrics", None)
+        on_refused = metrics.count_rejected if metrics is not None else None
     limits = HttpLimits.from_settings(settings, fd_limit)
     return uvicorn.Config(
         app,
@@ -31,7 +40,7 @@ def uvicorn_config(
         # The abort an HTTP answer needs to drop a client that stopped reading, and every limit
         # on a connection before the app sees it (server.http_protocol); keep-alive included, as
         # uvicorn's own setting takes whole seconds only.
-        http=limited_protocol(limits),
+        http=limited_protocol(limits, on_refused or (lambda _reason: None)),
         # Every client message is a JSON text of at most max_message_chars characters (6 bytes
         # each at worst, escaped): a larger one is refused by the WebSocket layer (close 1009)
         # before it is buffered whole.

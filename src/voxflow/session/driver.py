@@ -95,7 +95,9 @@ class SessionDriver:
         queue_size: int | None = 512,
         clock: Callable[[], float] = time.monotonic,
         encoder_pool: Executor | None = None,
+        protocol: str = "native",
     ) -> None:
+        self._protocol = protocol  # the metrics' label
         self.session = session
         self._scheduler = scheduler
         self._metrics = metrics
@@ -123,6 +125,9 @@ class SessionDriver:
                     self._sink(serial), paced=output.paced, burst_s=output.burst_s
                 )
                 self._metrics.active_contexts.inc()
+                self._metrics.streams.labels(
+                    self._protocol, output.output_format, output.voice
+                ).inc()
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)
             elif isinstance(output, CloseStream):
@@ -149,7 +154,7 @@ class SessionDriver:
         elif isinstance(event, DoneOut | CancelledOut):
             self._last_audio.pop(event.context_id, None)
             if isinstance(event, DoneOut) and event.metrics.ttfa_ms is not None:
-                self._metrics.ttfa.observe(event.metrics.ttfa_ms / 1000.0)
+                self._metrics.ttfa.labels(self._protocol).observe(event.metrics.ttfa_ms / 1000.0)
             if isinstance(event, CancelledOut):
                 # Audio still queued for a cancelled context would only delay `cancelled`.
                 self.outbound.purge(event.context_id)

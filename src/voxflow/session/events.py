@@ -89,6 +89,9 @@ class OpenStream:
     # Audio to render before any is held back (a client's decoder reads this much before it
     # plays anything: ``OutputFormat.decoder_read_s``).
     burst_s: float = 0.0
+    # For the metrics' labels: a handful of voices and formats, never a client's free text.
+    voice: str = ""
+    output_format: str = ""
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,14 @@ class ServerMetrics:
         self.ttfa = Histogram(
             "voxflow_ttfa_seconds",
             "Time from a context's first text to its first audio",
+            ["protocol"],
             buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.streams = Counter(
+            "voxflow_streams",
+            "Streams started, by protocol, output format and voice",
+            ["protocol", "format", "voice"],
             registry=self.registry,
         )
         self.chunk_gap = Histogram(
@@ -89,6 +96,10 @@ class ServerMetrics:
             ["reason"],
             registry=self.registry,
         )
+
+    def count_rejected(self, reason: str) -> None:
+        """One request or connection refused before any work (admission, limits, access)."""
+        self.rejected.labels(reason).inc()
 
     def watch_scheduler(self, stats: Callable[[], SchedulerStats]) -> None:
         self.registry.register(_SchedulerCollector(stats))

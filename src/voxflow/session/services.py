@@ -43,8 +43,9 @@ class Services:
     stopping: StopSignal = field(default_factory=StopSignal)
 
     @classmethod
-    def build(cls, settings: ServerSettings) -> Services:
-        """Find voices, load the default one and start the workers (blocking: call off-loop)."""
+    def build(cls, settings: ServerSettings, metrics: ServerMetrics | None = None) -> Services:
+        """Find voices, load the default one and start the workers (blocking: call off-loop).
+        ``metrics``: the app's, when it counts refusals before the services exist."""
         registry = VoiceRegistry(settings.voices_dir)
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
         engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
@@ -53,7 +54,7 @@ class Services:
             engine,
             SchedulerSettings(workers=settings.worker_threads, max_lead_s=settings.max_lead_s),
         )
-        metrics = ServerMetrics()
+        metrics = metrics or ServerMetrics()
         metrics.watch_scheduler(scheduler.stats)
         lexicon = (
             None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
@@ -61,7 +62,7 @@ class Services:
         encoder_pool = EncoderPool(settings.worker_threads)
         admission = Admission(
             AdmissionSettings(settings.stream_limit, settings.retry_after_s),
-            on_refused=lambda refusal: metrics.rejected.labels(refusal.value).inc(),
+            on_refused=lambda refusal: metrics.count_rejected(refusal.value),
         )
         metrics.admitted_streams.set_function(lambda: admission.active)
         metrics.stream_limit.set(admission.limit)
@@ -88,11 +89,11 @@ class Services:
             normalizer=self.normalizer,
         )
 
-    def new_driver(self, config: SessionConfig | None = None) -> SessionDriver:
-        """A session and its driver for one connection (call on the event loop)."""
-        return self._driver(config, self.settings.outbound_queue)
+    def new_driver(self, protocol: str, config: SessionConfig | None = None) -> SessionDriver:
+        """A session and its driver for one connection of ``protocol`` (on the event loop)."""
+        return self._driver(protocol, config, self.settings.outbound_queue)
 
-    def new_request_driver(self) -> SessionDriver:
+    def new_request_driver(self, protocol: str) -> SessionDriver:
         """A session and its driver for one HTTP request (call on the event loop).
 
         Its outbox has no count limit: a request renders unpaced, as fast as the workers allow,
@@ -100,9 +101,11 @@ class Services:
         being a client that stopped reading; its one text, at most ``max_message_chars``, bounds
         what it can queue. A client that stops reading is closed by the write timeout.
         """
-        return self._driver(None, None)
+        return self._driver(protocol, None, None)
 
-    def _driver(self, config: SessionConfig | None, queue_size: int | None) -> SessionDriver:
+    def _driver(
+        self, protocol: str, config: SessionConfig | None, queue_size: int | None
+    ) -> SessionDriver:
         session = Session(config or self.session_config(), self.registry.get, self.admission)
         return SessionDriver(
             session,
@@ -110,6 +113,7 @@ class Services:
             self.metrics,
             queue_size=queue_size,
             encoder_pool=self.encoder_pool,
+            protocol=protocol,
         )
 
     def runner_settings(self) -> RunnerSettings:

@@ -297,7 +297,13 @@ class Session:
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
         self._outputs.append(
-            OpenStream(context.serial, options.paced, resolved.output_format.decoder_read_s)
+            OpenStream(
+                context.serial,
+                options.paced,
+                resolved.output_format.decoder_read_s,
+                resolved.voice,
+                resolved.output_format.name,
+            )
         )
         return context
 

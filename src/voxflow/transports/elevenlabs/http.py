@@ -234,7 +234,7 @@ async def text_to_speech(
         checked = plan(services, voice_id, body, output_format)
     except SessionError as error:
         return error_response(error)
-    driver = services.new_request_driver()
+    driver = services.new_request_driver("elevenlabs_http")
     now = driver.now()
     start = StartOptions(
         voice=checked.voice,

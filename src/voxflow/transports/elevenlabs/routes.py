@@ -27,7 +27,7 @@ async def serve_elevenlabs(
 ) -> None:
     await websocket.accept()
     config = replace(services.session_config(), max_contexts=driver_contexts(services, multi))
-    driver = services.new_driver(config)
+    driver = services.new_driver("elevenlabs_ws", config)
     protocol = ElevenLabsProtocol(
         driver.session, driver.now, services, voice_id, websocket.query_params, multi
     )

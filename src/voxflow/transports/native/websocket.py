@@ -15,7 +15,7 @@ __all__ = ["serve_native"]
 async def serve_native(websocket: WebSocket, services: Services) -> None:
     binary = websocket.query_params.get("audio") == "binary"
     await websocket.accept()
-    driver = services.new_driver()
+    driver = services.new_driver("native")
     protocol = NativeProtocol(driver.session, driver.now, binary)
     await run_connection(
         driver, protocol, websocket_transport(websocket), services.runner_settings()

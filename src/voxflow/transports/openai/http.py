@@ -95,7 +95,7 @@ async def speech(request: SpeechRequest, services: Services) -> Response:
         checked = plan(request, services)
     except SessionError as error:
         return error_response(error)
-    driver = services.new_request_driver()
+    driver = services.new_request_driver("openai")
     now = driver.now()
     start = StartOptions(
         voice=checked.voice,

@@ -39,7 +39,7 @@ async def serve_wyoming(
     limits: FrameLimits = DEFAULT_FRAME_LIMITS,
 ) -> None:
     """Serve one Wyoming client until the connection ends; the socket is closed on return."""
-    driver = services.new_driver()
+    driver = services.new_driver("wyoming")
     protocol = WyomingProtocol(driver.session, driver.now, services)
     try:
         await run_connection(
