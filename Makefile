@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test install install-dev browser lint typecheck unit clean peer
+.PHONY: serve test install install-dev browser lint typecheck unit clean peer soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,33 @@ unit: install-dev browser
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
+
+# The reliability figures (docs/reliability.md): `voxflow soak` against a server with the default
+# settings on a free port (load, faults, soak; Wyoming on too, for its slow reader), then against
+# a second one that admits every level of the capacity sweep (--max-streams 1000). Each server
+# is stopped with SIGTERM; its log goes to $(SOAK_LOG).<stage>. Extra flags: SOAK_ARGS (first
+# run), SOAK_CAPACITY_ARGS (second), e.g. SOAK_ARGS='--requests 2000 --load-s 30'.
+SOAK_ARGS ?=
+SOAK_CAPACITY_ARGS ?=
+SOAK_LOG ?= $(or $(TMPDIR),/tmp)/voxflow-soak-server
+FREE_PORT := $(BIN)/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+
+soak: install
+	@set -e; pid=; \
+	trap '[ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null; }' EXIT; \
+	for stage in main capacity; do \
+		port=$$($(FREE_PORT)); wyoming=tcp://127.0.0.1:$$($(FREE_PORT)); \
+		if [ $$stage = main ]; then \
+			serve_args=""; soak_args="--sections load,faults,soak --wyoming $$wyoming $(SOAK_ARGS)"; \
+		else \
+			serve_args="--max-streams 1000"; soak_args="--sections capacity $(SOAK_CAPACITY_ARGS)"; \
+		fi; \
+		echo "== voxflow serve --port $$port --wyoming $$wyoming $$serve_args"; \
+		$(BIN)/voxflow serve --port $$port --wyoming $$wyoming $$serve_args \
+			> $(SOAK_LOG).$$stage 2>&1 & pid=$$!; \
+		$(BIN)/voxflow soak --url http://127.0.0.1:$$port --pid $$pid --wait-ready 120 $$soak_args; \
+		kill -TERM $$pid; wait $$pid || true; pid=; \
+	done
 
 # The benchmark's peer: wyoming-piper (Home Assistant's Piper server) with the same bundled voice,
 # in its own venv, on tcp://127.0.0.1:$(PEER_PORT). Then: voxflow bench --peer tcp://127.0.0.1:10200

@@ -1,4 +1,4 @@
-"""The ``voxflow`` command line: say, voices, chunks, serve."""
+"""The ``voxflow`` command line: say, voices, chunks, serve, the benchmarks and the soak."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from voxflow.bench.encoders import run_encoder_bench
 from voxflow.bench.engine import format_table, run_engine_bench, summary
 from voxflow.bench.options import SECTIONS
 from voxflow.bench.server import BenchOptions, format_report, run_server_bench_sync, ttfa_plot
+from voxflow.bench.soak_command import add_soak_parser, soak_command
 from voxflow.client import VoxflowConnectionError
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _add_prosody_parser(commands)
+    add_soak_parser(commands)
 
     add_serve_parser(commands)
     return parser
@@ -221,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "bench-prosody":
             return _bench_prosody(args, sys.stdout)
+        if args.command == "soak":
+            return soak_command(args, sys.stdout)
         return serve(args)
     except (ValueError, FileNotFoundError, VoiceNotFoundError, VoxflowConnectionError) as error:
         print(f"voxflow: error: {error}", file=sys.stderr)  # noqa: T201 - CLI output

@@ -15,9 +15,10 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
-# Streams one synthesis worker (one core) keeps in real time with their first audio on time:
-# measured with the reliability suite's load test (docs/reliability.md).
-STREAMS_PER_WORKER = 6
+# Streams one synthesis worker (one core) keeps in real time with their first audio on time
+# (no underrun, TTFA p95 within 1.5x of an idle server's): `voxflow soak`'s capacity section,
+# median of its sweeps on the 2-core reference machine (docs/reliability.md).
+STREAMS_PER_WORKER = 2
 
 # -- access control and logs (issue 11) --
 LOG_LEVELS = ("debug", "info", "warning", "error")

@@ -102,6 +102,7 @@ class FakeTransport:
         self.incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
         self.sent: list[Frame] = []
         self.closes: list[Close] = []
+        self.aborts = 0
         self.receive_calls = 0
         self.send_calls = 0
         self.block_send_at = block_send_at
@@ -122,7 +123,10 @@ class FakeTransport:
         self.at_first_send: tuple[int, float | None] | None = None
 
     def transport(self) -> Transport[Frame, Frame]:
-        return Transport(self.receive, self.send, self.close)
+        return Transport(self.receive, self.send, self.close, self.abort)
+
+    def abort(self) -> None:
+        self.aborts += 1
 
     def push(self, **message: Any) -> None:
         self.incoming.put_nowait(json.dumps(message))
@@ -365,6 +369,7 @@ def test_a_send_that_outlasts_the_write_timeout_closes_with_the_stall_close(
         await _stream(connection)
         assert await connection.finished(), "a stalled client was not closed"
         assert transport.closes == [STALL_CLOSE]
+        assert transport.aborts == 0  # the close went through: nothing to drop
         assert len(transport.sent) == 1
         connection.assert_ended_cleanly()
 
@@ -416,6 +421,9 @@ def test_a_close_that_hangs_or_fails_is_bounded_by_the_teardown(
         await _stream(connection)
         assert await connection.finished(), "a close that never completes held the handler"
         assert transport.closes == [STALL_CLOSE]
+        # A close that hangs (the client never takes the close frame) ends in an abort; one
+        # that found the peer gone needs none.
+        assert transport.aborts == (1 if close_mode == "block" else 0)
         connection.assert_ended_cleanly()
 
     _run(scenario())

@@ -4,7 +4,7 @@ An answer that must end early (the client stopped reading, or a failure after th
 has to drop the connection. ASGI can only return without finishing the body, and uvicorn then
 *closes* the transport, which waits for the unsent bytes to drain: a client that reads nothing
 would hold its socket forever. So each request's scope carries the connection's ``abort``
-(``transports.http_response.ABORT_EXTENSION``), and the HTTP adapter calls it.
+(``transports.abort``), and the HTTP adapter calls it.
 
 uvicorn bounds nothing before the app runs: a client may take forever over its request head or
 body, send an endless head, announce any body size, and open sockets until the process runs out
@@ -40,7 +40,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from voxflow.server.limits import ConnectionGate, HttpLimits
-from voxflow.transports.http_response import ABORT_EXTENSION
+from voxflow.transports.abort import ABORT_EXTENSION
 
 __all__ = ["AbortableHttpProtocol", "LimitedHttpProtocol", "limited_protocol"]
 

@@ -11,6 +11,7 @@ import uvicorn
 from voxflow.config import ServerSettings
 from voxflow.server.http_protocol import limited_protocol
 from voxflow.server.limits import HttpLimits
+from voxflow.server.websocket_protocol import AbortableWebSocketProtocol
 
 __all__ = ["uvicorn_config"]
 
@@ -45,6 +46,9 @@ def uvicorn_config(
         # each at worst, escaped): a larger one is refused by the WebSocket layer (close 1009)
         # before it is buffered whole.
         ws_max_size=settings.ws_max_message_bytes,
+        # The abort that drops a WebSocket client that stopped reading (its close frame can
+        # never be written).
+        ws=AbortableWebSocketProtocol,
         ws_ping_interval=settings.ws_ping_interval_s,
         ws_ping_timeout=settings.ws_ping_timeout_s,
         **options,

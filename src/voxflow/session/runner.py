@@ -121,6 +121,9 @@ class Transport(Generic[FrameIn, FrameOut]):
     receive: Callable[[], Awaitable[FrameIn | None]]
     send: Callable[[FrameOut], Awaitable[None]]
     close: Callable[[Close], Awaitable[None]]
+    # Drops the connection at once, unsent bytes and all: called when a close outlasts its
+    # bound (a client that reads nothing never takes the close frame). None: no way to.
+    abort: Callable[[], None] | None = None
 
 
 class StopSignal:
@@ -276,7 +279,11 @@ async def _close_transport(
     finally:
         closing.cancel()  # no-op once done; the handler's own cancel stops the close too
     if not done:
-        log.warning("closing the transport took longer than %.1f s; left cancelled", teardown_s)
+        if transport.abort is None:
+            log.warning("closing the transport took longer than %.1f s; left cancelled", teardown_s)
+        else:
+            log.warning("closing the transport took longer than %.1f s; aborted it", teardown_s)
+            transport.abort()
         return
     error = None if closing.cancelled() else closing.exception()
     if error is not None and not isinstance(error, PeerGone):

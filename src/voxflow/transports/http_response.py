@@ -9,9 +9,9 @@ teardown is bounded. It moves the protocol's parts (``request_protocol``) and no
 * ``send`` writes the head, then each body part as it comes (chunked, as it is rendered);
 * ``close`` ends the body properly only for ``COMPLETE``. Any other close drops the connection
   mid-body, so the client sees a failed transfer, never a short file that looks whole. ASGI has
-  no abort: voxflow's server puts the connection's ``abort`` in the scope (``ABORT_EXTENSION``,
-  see ``server.http_protocol``). Without it (another server) the answer returns unfinished and
-  the server closes the connection once its unsent bytes drain.
+  no abort: voxflow's server puts the connection's ``abort`` in the scope (``transports.abort``).
+  Without it (another server) the answer returns unfinished and the server closes the connection
+  once its unsent bytes drain.
 """
 
 from __future__ import annotations
@@ -21,16 +21,15 @@ from starlette.types import Receive, Scope, Send
 
 from voxflow.session.driver import SessionDriver
 from voxflow.session.runner import Close, PeerGone, RunnerSettings, Transport, run_connection
+from voxflow.transports.abort import scope_abort
 from voxflow.transports.request_protocol import COMPLETE, Head, HttpPart, RequestProtocol
 
-__all__ = ["ABORT_EXTENSION", "RunnerResponse", "http_transport"]
-
-ABORT_EXTENSION = "voxflow.abort"  # scope["extensions"][ABORT_EXTENSION]["abort"]: () -> None
+__all__ = ["RunnerResponse", "http_transport"]
 
 
 def http_transport(scope: Scope, receive: Receive, send: Send) -> Transport[bytes, HttpPart]:
     """The parts of one response to the request that ``receive`` reads."""
-    abort = scope.get("extensions", {}).get(ABORT_EXTENSION, {}).get("abort")
+    abort = scope_abort(scope)
 
     async def receive_part() -> bytes | None:
         while True:

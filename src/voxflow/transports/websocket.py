@@ -3,7 +3,8 @@
 It moves frames and nothing else; the protocol decides what they mean and the runner decides
 when the connection ends. Starlette reports a peer that went away in three ways (a
 ``WebSocketDisconnect``, an ``OSError`` from the server, a ``RuntimeError`` for a send after the
-close); all three become ``PeerGone``.
+close); all three become ``PeerGone``. The connection's abort (``transports.abort``) goes to the
+runner, which drops a client whose close frame cannot be written (it stopped reading).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from voxflow.session.runner import Close, PeerGone, Transport
+from voxflow.transports.abort import scope_abort
 
 __all__ = ["WebSocketFrame", "websocket_transport"]
 
@@ -51,4 +53,4 @@ def websocket_transport(websocket: WebSocket) -> Transport[WebSocketFrame, WebSo
         except (WebSocketDisconnect, OSError, RuntimeError) as error:
             raise PeerGone(str(error)) from error
 
-    return Transport(receive, send, close)
+    return Transport(receive, send, close, scope_abort(websocket.scope))
