@@ -18,7 +18,7 @@ def default_workers() -> int:
 # Streams one synthesis worker (one core) keeps in real time with their first audio on time
 # (no underrun, TTFA p95 within 1.5x of an idle server's): `voxflow soak`'s capacity section,
 # median of its sweeps on the 2-core reference machine (docs/reliability.md).
-STREAMS_PER_WORKER = 2
+STREAMS_PER_WORKER = 1
 
 # -- access control and logs (issue 11) --
 LOG_LEVELS = ("debug", "info", "warning", "error")

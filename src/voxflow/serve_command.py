@@ -7,9 +7,12 @@ import argparse
 import os
 from pathlib import Path
 
-from voxflow.config import LOG_LEVELS, ServerSettings
+from voxflow.config import LOG_LEVELS, ServerSettings, default_workers
 
 __all__ = ["access_overrides", "add_serve_parser", "limit_overrides", "serve"]
+
+# glibc's heaps per core for the server process (its default is eight): runtime.memory.
+MALLOC_ARENAS_PER_CORE = 1
 
 
 def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -118,6 +121,7 @@ def limit_overrides(args: argparse.Namespace) -> dict[str, object]:
 def serve(args: argparse.Namespace) -> int:
     """``voxflow serve``."""
     # The server stack is imported only when serving: it doubles the start-up time of the CLI.
+    from voxflow.runtime.memory import limit_malloc_arenas  # noqa: PLC0415
     from voxflow.server.app import create_app  # noqa: PLC0415
     from voxflow.server.draining import DrainingServer  # noqa: PLC0415
     from voxflow.server.limits import raise_open_file_limit  # noqa: PLC0415
@@ -142,6 +146,9 @@ def serve(args: argparse.Namespace) -> int:
     )
     # One handler for every logger, uvicorn's included: request ids, no keys or query strings.
     configure_logging(settings, configured_keys(settings))
+    # Before any worker thread exists: a heap per core, not eight, so that freed memory is not
+    # scattered across heaps where trimming cannot return it (docs/reliability.md, the soak).
+    limit_malloc_arenas(MALLOC_ARENAS_PER_CORE * default_workers())
     app = create_app(settings)
     # The connection cap is sized to the open-file limit, raised to the hard limit first.
     config = uvicorn_config(

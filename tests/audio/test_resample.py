@@ -204,3 +204,11 @@ def test_dc_is_preserved_exactly_in_steady_state() -> None:
     for target in TARGETS:
         out = one_shot(VOICE_RATE, target, np.full(4000, 0.25, dtype=np.float32))
         np.testing.assert_allclose(out[100:-100], 0.25, atol=1e-6)
+
+
+def test_streams_of_one_rate_pair_share_a_read_only_filter_bank() -> None:
+    first = StreamResampler(22050, 24000)
+    second = StreamResampler(22050, 24000)
+    assert first._bank is second._bank  # designed once
+    with pytest.raises(ValueError):
+        first._bank[0, 0] = 1.0  # no stream can change another's

@@ -4,6 +4,8 @@ reads."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from websockets.frames import Frame
 from websockets.streams import StreamReader
@@ -12,6 +14,7 @@ from voxflow.bench.corpus import Reply, load_corpus
 from voxflow.bench.soak_clients import Outcome, _framed_audio
 from voxflow.bench.soak_options import SoakOptions, short_texts
 from voxflow.bench.soak_report import (
+    RSS_TOLERANCE_MIB,
     CapacityLevel,
     CapacityResult,
     FaultResult,
@@ -19,6 +22,7 @@ from voxflow.bench.soak_report import (
     SoakReport,
     SoakResult,
     SoakSample,
+    back_to_baseline,
     format_soak_report,
     goals,
 )
@@ -121,7 +125,7 @@ def test_a_capacity_level_passes_on_the_median_of_its_rounds() -> None:
 
 
 def _stats(rss: float) -> ServerStats:
-    return ServerStats(rss_mib=rss, open_fds=30, threads=15, admitted_streams=0, at=0.0)
+    return ServerStats(rss_mib=rss, open_fds=30, threads=15, tasks=6, admitted_streams=0, at=0.0)
 
 
 def _report() -> SoakReport:
@@ -140,7 +144,7 @@ def _report() -> SoakReport:
         _stats(401.0),
         Outcomes.of([_ok(55.0)]),
     )
-    samples = tuple(SoakSample(n, 400.0 + n / 10_000, 30, 15) for n in range(0, 4001, 1000))
+    samples = tuple(SoakSample(n, 400.0 + n / 10_000, 30, 15, 6) for n in range(0, 4001, 1000))
     soak = SoakResult(
         4000,
         8,
@@ -158,14 +162,14 @@ def test_the_report_prints_every_figure_and_judges_each_goal() -> None:
     text = format_soak_report(report)
     for expected in (
         "1. Load",
-        "24 looping clients (2 x the cap of 12)",
+        "24 back-to-back clients (2 x the cap of 12)",
         "refused: to 429 / error",
         "admitted p95 / unloaded p95 = 1.34",
         "2. Capacity",
         "largest N that passed: 4; streams per worker = N / 2 workers = 2.0",
         "3. Faults",
         "500 idle sockets: 500 silent sockets",
-        "RSS 400->401 MiB, fds 30->30, threads 15->15",
+        "RSS 400->401 MiB, fds 30->30, threads 15->15, loop tasks 6->6",
         "4. Soak: 4,000 mixed requests",
         "RSS slope after the first 1,000: 0.10 MiB per 1,000 requests",
         "errors (not ok, refused, cancelled or vanished): cut body 1",
@@ -175,8 +179,21 @@ def test_the_report_prints_every_figure_and_judges_each_goal() -> None:
     assert verdicts["admitted TTFA p95 / unloaded p95 <= 1.5"] == "met"
     assert verdicts["refusal latency max <= 50 ms"] == "MISSED"  # one took 60 ms
     assert verdicts["RSS slope < 1 MiB per 1,000 requests"] == "met"
+    assert verdicts["500 idle sockets: /healthz within 100 ms"] == "met"  # max 30 ms
+    assert verdicts["500 idle sockets: back to baseline"] == "met"
     assert verdicts["soak: no errors but intended refusals"] == "MISSED"
     assert report.as_dict()["goals"]  # JSON-ready, goals included
+
+
+def test_back_to_baseline_means_no_more_fds_threads_or_tasks_and_rss_within_tolerance() -> None:
+    base = _stats(400.0)
+    assert back_to_baseline(base, _stats(410.0))
+    assert not back_to_baseline(base, _stats(400.0 + RSS_TOLERANCE_MIB + 1))
+    assert not back_to_baseline(base, replace(base, open_fds=31))
+    assert not back_to_baseline(base, replace(base, threads=16))
+    assert not back_to_baseline(base, replace(base, tasks=7))
+    assert not back_to_baseline(base, replace(base, tasks=None))  # unknown is not met
+    assert back_to_baseline(base, replace(base, open_fds=29, tasks=5))
 
 
 def test_a_report_of_no_section_is_just_its_heading() -> None:
@@ -227,16 +244,13 @@ def test_metrics_give_the_server_figures() -> None:
     text = (
         "process_resident_memory_bytes 4.194304e+08\nprocess_open_fds 31.0\n"
         'voxflow_threads{kind="os"} 17.0\nvoxflow_threads{kind="python"} 5.0\n'
-        "voxflow_admitted_streams 2.0\n"
+        "voxflow_admitted_streams 2.0\nvoxflow_event_loop_tasks 9.0\n"
     )
     stats = parse_metrics(text)
-    assert (stats.rss_mib, stats.open_fds, stats.threads, stats.admitted_streams) == (
-        400.0,
-        31,
-        17,
-        2,
-    )
+    figures = (stats.rss_mib, stats.open_fds, stats.threads, stats.tasks, stats.admitted_streams)
+    assert figures == (400.0, 31, 17, 9, 2)
     assert parse_metrics(text.replace("voxflow_threads", "other")).threads is None
+    assert parse_metrics(text.replace("9.0", "NaN")).tasks is None
     with pytest.raises(ValueError):
         parse_metrics("voxflow_admitted_streams 2.0\n")
 

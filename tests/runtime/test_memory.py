@@ -4,6 +4,8 @@ fit, and the process's resident size comes back down after a large request."""
 from __future__ import annotations
 
 import gc
+import os
+import platform
 import time
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime.memory import free_memory_trimmer
+from voxflow.runtime.memory import free_memory_trimmer, limit_malloc_arenas
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.events import DoneOut, SubmitSegment
 from voxflow.session.local import LocalRunner
@@ -70,3 +72,9 @@ def test_memory_returns_after_a_long_run_of_digits(engine: PiperEngine) -> None:
         assert _rss_mib() - baseline < 100
     finally:
         scheduler.shutdown()
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="M_ARENA_MAX is glibc's")
+def test_the_heap_count_can_be_capped_on_glibc() -> None:
+    # The C library's default for this process is larger; capping it is allowed at any time.
+    assert limit_malloc_arenas(8 * (os.cpu_count() or 1)) is True

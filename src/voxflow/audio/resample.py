@@ -12,6 +12,7 @@ terms) and is ``sum_k x[k] * h(t - k)`` with ``h`` a Kaiser-windowed sinc. ``t -
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -49,6 +50,10 @@ def resampled_length(num_input: int, source_rate: int, target_rate: int) -> int:
     return -(-num_input * target_rate // source_rate)
 
 
+# Every stream of a rate pair shares its bank: designing one takes milliseconds (a Bessel
+# function over every tap), and a stream is opened on the event loop, a thousand a minute when
+# clients connect in bursts. Read-only, so that no stream can change another's.
+@functools.lru_cache(maxsize=32)
 def _design_bank(
     up: int, down: int, quality: ResampleQuality
 ) -> tuple[npt.NDArray[np.float32], int]:
@@ -71,7 +76,9 @@ def _design_bank(
     # Each phase is normalised to unit DC gain; otherwise the small per-phase gain differences
     # of a short filter show up as a faint tone at the phase-cycle rate.
     bank /= bank.sum(axis=1, keepdims=True)
-    return bank.astype(np.float32), taps
+    shared = bank.astype(np.float32)
+    shared.flags.writeable = False
+    return shared, taps
 
 
 class StreamResampler:

@@ -1,8 +1,8 @@
 """``voxflow soak``'s fault section: what misbehaving clients do to everyone else.
 
-Each fault runs while ``fault_streams`` looping clients stream (``load.loop_clients``), with
-``/healthz`` asked every ``probe_interval_s`` from a thread of its own (blocking sockets, so the
-soak's own event loop, busy with a thousand sockets, does not delay the probe), and the server's
+Each fault runs while ``fault_streams`` listeners stream (``load.loop_clients``), with
+``/healthz`` asked every ``probe_interval_s`` from a process of its own (``health_probe``: the
+soak's own event loop, busy with a thousand sockets, must not delay the probe), and the server's
 resident size, open descriptors and threads read from ``/metrics`` before and after:
 
 * *baseline*: nothing but the light load, for reference;
@@ -21,12 +21,12 @@ import contextlib
 import json
 import logging
 import socket
-import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+from voxflow.bench.health_probe import HealthProbe
 from voxflow.bench.load import loop_clients, stream_limit
 from voxflow.bench.soak_clients import ELEVEN_VOICE, guarded, native_vanish
 from voxflow.bench.soak_options import SLOW_TEXT, SoakOptions
@@ -45,58 +45,10 @@ from voxflow.bench.soak_wire import (
 )
 from voxflow.bench.stats import Distribution
 
-__all__ = ["HealthProbe", "run_faults"]
+__all__ = ["run_faults"]
 
 log = logging.getLogger(__name__)
 SLOW_RCVBUF = 4096  # the kernel makes it a few KiB: full after one window of audio
-
-
-class HealthProbe:
-    """``GET /healthz`` on a fresh connection every ``interval_s``, in a thread of its own."""
-
-    def __init__(self, endpoint: Endpoint, interval_s: float, timeout_s: float = 5.0) -> None:
-        self._endpoint = endpoint
-        self._interval_s = interval_s
-        self._timeout_s = timeout_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="soak-health-probe", daemon=True)
-        self.round_trips_ms: list[float] = []
-        self.failures = 0
-
-    def __enter__(self) -> HealthProbe:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            started = time.monotonic()
-            if self._ask():
-                self.round_trips_ms.append(1000.0 * (time.monotonic() - started))
-            else:
-                self.failures += 1
-            # A fixed schedule; a probe that overran it starts the schedule again from now.
-            next_at = max(next_at + self._interval_s, time.monotonic())
-            self._stop.wait(next_at - time.monotonic())
-
-    def _ask(self) -> bool:
-        request = (
-            f"GET /healthz HTTP/1.1\r\nhost: {self._endpoint.host}\r\nconnection: close\r\n\r\n"
-        ).encode()
-        address = (self._endpoint.host, self._endpoint.port)
-        try:
-            with socket.create_connection(address, timeout=self._timeout_s) as sock:
-                sock.sendall(request)
-                answer = b""
-                while chunk := sock.recv(4096):
-                    answer += chunk
-        except OSError:
-            return False
-        return answer.startswith(b"HTTP/1.1 200")
 
 
 async def _fault(
@@ -107,10 +59,10 @@ async def _fault(
     before = await server_stats(endpoint, options.pid)
     stop = asyncio.Event()
     load = asyncio.create_task(
-        loop_clients(endpoint, options, options.fault_streams, stop=stop, label=name)
+        loop_clients(endpoint, options, options.fault_streams, stop=stop, label=name, listen=True)
     )
     started = time.monotonic()
-    with HealthProbe(endpoint, options.probe_interval_s) as probe:
+    with HealthProbe(endpoint.host, endpoint.port, options.probe_interval_s) as probe:
         try:
             detail = await action()
         finally:

@@ -1,17 +1,25 @@
 """``voxflow soak``'s load and capacity sections, and the looping clients every section uses.
 
-A *looping client* is one listener of a voice agent: it asks for a corpus reply, plays it (its
-next request waits until the audio it got would have finished playing, at real time), and asks
-for the next, until the time is up. A refused client waits for the server's hint (1 s, +-20%)
-and asks again. Clients start spread over ``stagger_s``, so they do not all start sentences
-together, and alternate between the protocols of ``options.protocols``.
+A *looping client* asks for a corpus reply, takes its audio, and asks for the next until the
+time is up; refused, it waits for the server's hint (1 s, +-20%) and asks again. Clients start
+spread over ``stagger_s``, so they do not all start sentences together, and alternate between
+the protocols of ``options.protocols``. Two kinds:
+
+* a *back-to-back* client asks again as soon as the last reply's audio is all in: it keeps one
+  stream open at all times, so N of them are N concurrent streams, what the admission cap
+  counts. The load and capacity sections use these;
+* a *listener* plays each reply at real time behind its player's buffer and asks again once the
+  audio would have finished playing (one caller of a voice agent); its stream is open for part
+  of the time only. The faults' light load uses these.
 
 * *unloaded*: one request at a time, nothing else running: the baseline TTFA;
-* *load*: ``load_factor`` (2) x the server's admission cap of looping clients for ``load_s``:
-  the admitted streams' TTFA against the baseline, and how fast the others were refused;
-* *capacity*: N looping clients for rounds of ``capacity_round_s``, N stepped up until the
-  median round has an underrun or a TTFA p95 over ``ttfa_ratio_goal`` x the unloaded p95; the
-  largest N that passed, per worker, is what ``STREAMS_PER_WORKER`` should be.
+* *load*: ``load_factor`` (2) x the server's admission cap of back-to-back clients for
+  ``load_s``: about half are refused at any time; the admitted streams' TTFA against the
+  baseline, and how fast the others were refused;
+* *capacity*: N back-to-back clients for rounds of ``capacity_round_s``, N stepped up until the
+  median round has an underrun, an error or a refusal, or a TTFA p95 over ``ttfa_ratio_goal`` x
+  the unloaded p95; the largest N that passed, per worker, is what ``STREAMS_PER_WORKER`` should
+  be: at the cap, admitted streams keep their first-audio latency and stay real time.
 """
 
 from __future__ import annotations
@@ -90,16 +98,19 @@ async def loop_clients(
     duration_s: float | None = None,
     stop: asyncio.Event | None = None,
     label: str = "load",
+    listen: bool = False,
 ) -> list[Outcome]:
-    """``clients`` looping clients until ``duration_s`` has passed or ``stop`` is set; every
-    request's outcome (requests under way at the end are finished and counted)."""
+    """``clients`` looping clients (listeners when ``listen``, else back-to-back) until
+    ``duration_s`` has passed or ``stop`` is set; every request's outcome (requests under way
+    at the end are finished and counted)."""
     clock = _Clock(duration_s, stop)
     outcomes: list[Outcome] = []
     jitter = random.Random(clients)
 
     async def pause(outcome: Outcome) -> None:
-        if outcome.ok and outcome.playback_end is not None:
-            await clock.sleep_until(outcome.playback_end)  # the listener hears it out
+        if outcome.ok:
+            if listen and outcome.playback_end is not None:
+                await clock.sleep_until(outcome.playback_end)  # the listener hears it out
         elif not outcome.ok:
             wait = options.backoff_s * jitter.uniform(0.8, 1.2)
             await clock.sleep_until(time.monotonic() + wait)
@@ -174,7 +185,10 @@ async def run_load(endpoint: Endpoint, options: SoakOptions, base: Outcomes) -> 
     limit = await stream_limit(endpoint)
     clients = max(1, round(limit * options.load_factor))
     log.info(
-        "load: %d looping clients for %g s against a cap of %d", clients, options.load_s, limit
+        "load: %d back-to-back clients for %g s against a cap of %d",
+        clients,
+        options.load_s,
+        limit,
     )
     outcomes = await loop_clients(endpoint, options, clients, options.load_s, label="load")
     loaded = Outcomes.of(outcomes)

@@ -105,7 +105,7 @@ async def _reading(endpoint: Endpoint, done: int, pid: int | None) -> SoakSample
         await asyncio.sleep(0.2)
     last = stats[-1]
     rss = statistics.median(s.rss_mib for s in stats)
-    return SoakSample(done, rss, last.open_fds, last.threads)
+    return SoakSample(done, rss, last.open_fds, last.threads, last.tasks)
 
 
 async def run_soak_section(endpoint: Endpoint, options: SoakOptions) -> SoakResult:

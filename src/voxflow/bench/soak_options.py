@@ -37,8 +37,8 @@ class SoakOptions:
     load_factor: float = 2.0
     load_s: float = 60.0
     stagger_s: float = 5.0  # looping clients start spread over this
-    # -- capacity: N looping streams, N stepped up, median of rounds --
-    capacity_levels: tuple[int, ...] = (4, 6, 8, 10, 12, 14, 16, 20, 24)
+    # -- capacity: N back-to-back streams, N stepped up, median of rounds --
+    capacity_levels: tuple[int, ...] = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20)
     capacity_rounds: int = 3
     capacity_round_s: float = 30.0
     ttfa_ratio_goal: float = 1.5  # loaded TTFA p95 / unloaded p95

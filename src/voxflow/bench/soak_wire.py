@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import math
 import os
 import re
 import select
@@ -186,11 +187,13 @@ async def post_json(
 
 @dataclass(frozen=True)
 class ServerStats:
-    """Read from ``/metrics``; threads from ``voxflow_threads{kind="os"}`` (or /proc/<pid>)."""
+    """Read from ``/metrics``; threads from ``voxflow_threads{kind="os"}`` (or /proc/<pid>),
+    the event loop's tasks from ``voxflow_event_loop_tasks`` (None where either is missing)."""
 
     rss_mib: float
     open_fds: int
     threads: int | None
+    tasks: int | None
     admitted_streams: int
     at: float
 
@@ -209,10 +212,12 @@ def parse_metrics(text: str, pid: int | None = None) -> ServerStats:
     if threads is None and pid is not None:
         threads = _proc_threads(pid)
     admitted = _sample(text, "voxflow_admitted_streams") or 0.0
+    tasks = _sample(text, "voxflow_event_loop_tasks")
     return ServerStats(
         rss / _MIB,
         int(fds),
         None if threads is None else int(threads),
+        None if tasks is None or math.isnan(tasks) else int(tasks),
         int(admitted),
         time.monotonic(),
     )

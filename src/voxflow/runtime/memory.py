@@ -6,6 +6,12 @@ the process's resident size only ever grows (measured: +170 MiB after nine reque
 free memory, none of it reachable from Python). ``malloc_trim`` returns it; it takes well under a
 millisecond, so the scheduler calls it whenever its workers fall idle (at most twice a second).
 On a C library without it (musl, macOS), this is a no-op.
+
+Trimming returns free pages, not fragmented ones: each thread that allocates gets a heap
+(*arena*) of its own, up to eight per core, and freed blocks scattered across many arenas keep
+their pages. ``limit_malloc_arenas`` caps their number (glibc's ``M_ARENA_MAX``, as the
+``MALLOC_ARENA_MAX`` environment variable would) before the server starts its threads: one
+process of a long-running server, whose resident size must not creep with the requests served.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import ctypes.util
 import logging
 from collections.abc import Callable
 
-__all__ = ["free_memory_trimmer"]
+__all__ = ["free_memory_trimmer", "limit_malloc_arenas"]
 
 log = logging.getLogger(__name__)
 
@@ -36,3 +42,19 @@ def free_memory_trimmer() -> Callable[[], None]:
         trim(0)
 
     return release
+
+
+_M_ARENA_MAX = -8  # glibc's malloc.h
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap glibc's heaps at ``arenas`` (threads started later share them); whether it took."""
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError, TypeError):
+        log.debug("mallopt is not available; the C library sizes its own heaps")
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, arenas))

@@ -42,6 +42,7 @@ from voxflow.runtime.jobs import (
     Takeover,
 )
 from voxflow.runtime.memory import free_memory_trimmer
+from voxflow.runtime.priority import lower_thread_priority
 from voxflow.runtime.stream import Job, Lane, StreamState
 from voxflow.runtime.windows import WindowPolicy
 
@@ -88,6 +89,9 @@ class SchedulerSettings:
     # Threads a job on a fresh stream's way to its first audio may use when nothing else runs
     # (the engine's ``threads``); 1: never more than one.
     wide_threads: int = 2
+    # How much lower than the event loop's the workers' CPU priority is (a nice increment,
+    # runtime.priority): the loop's refusals, health answers and sends never wait behind them.
+    worker_nice: int = 5
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -98,6 +102,8 @@ class SchedulerSettings:
             raise ValueError("max_lead_s must be > 0")
         if self.first_audio_s < 0 or self.lead_hold_s <= 0:
             raise ValueError("first_audio_s must be >= 0 and lead_hold_s > 0")
+        if not 0 <= self.worker_nice <= 19:
+            raise ValueError("worker_nice must be within 0..19")
 
     @property
     def windows(self) -> WindowPolicy:
@@ -345,6 +351,7 @@ class Scheduler:
     # -- worker ----------------------------------------------------------------------------------
 
     def _work(self) -> None:
+        lower_thread_priority(self._settings.worker_nice)
         while True:
             with self._cond:
                 picked = self._take()

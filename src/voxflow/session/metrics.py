@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -55,6 +57,15 @@ def _os_threads() -> float:
         return float(len(os.listdir("/proc/self/task")))
     except OSError:
         return float(threading.active_count())
+
+
+def _loop_tasks() -> float:
+    """The event loop's tasks (every connection has a few): rendered on the loop, as /metrics
+    is; NaN where there is no running loop to count."""
+    try:
+        return float(len(asyncio.all_tasks()))
+    except RuntimeError:
+        return math.nan
 
 
 class ServerMetrics:
@@ -111,6 +122,13 @@ class ServerMetrics:
         )
         self.threads.labels("os").set_function(_os_threads)
         self.threads.labels("python").set_function(lambda: float(threading.active_count()))
+        # A connection whose handler never ended leaves its tasks here.
+        self.loop_tasks = Gauge(
+            "voxflow_event_loop_tasks",
+            "Tasks on the server's event loop",
+            registry=self.registry,
+        )
+        self.loop_tasks.set_function(_loop_tasks)
         self.rejected = Counter(
             "voxflow_rejected",
             "Requests and contexts refused before any work, by reason",
