@@ -37,7 +37,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--max-streams",
         type=int,
         dest="max_streams",
-        help="active streams admitted at once; past it 429 (default: 6 per worker)",
+        help="active streams admitted at once; past it 429 (default: 1 per worker)",
     )
     serve_cmd.add_argument(
         "--drain",

@@ -1,6 +1,15 @@
 from __future__ import annotations
 
-from voxflow.engines.phonemize import Phonemizer, align_words, text_words
+import pytest
+
+from voxflow.bench.corpus import load_corpus
+from voxflow.engines.phonemize import (
+    _ESPEAK,
+    Phonemizer,
+    align_words,
+    espeak_sentences,
+    text_words,
+)
 
 
 def test_text_words_strip_edge_punctuation_but_keep_offsets() -> None:
@@ -50,3 +59,54 @@ def test_raw_phoneme_blocks_pass_through_and_keep_their_word() -> None:
     }
     assert spoken["vˈɒksfloʊ"] == "vˈɒksfloʊ"
     assert spoken["today"].startswith("t")
+
+
+# -- espeak-ng as piper calls it, without a voice change per call --------------------------------
+
+_FRENCH_WORD = "The café's déjà vu, naïvely: c'est la vie!"
+
+
+def _piper_sentences(
+    voice: str, text: str, clusters: set[tuple[str, ...]] | None = None
+) -> list[list[str]]:
+    from piper.phonemize_espeak import EspeakPhonemizer  # noqa: PLC0415
+
+    with _ESPEAK.lock:  # piper's own call sets the voice: ours must know it changed
+        sentences: list[list[str]] = EspeakPhonemizer().phonemize(voice, text, clusters)
+        _ESPEAK.forget_voice()
+    return sentences
+
+
+def test_espeak_sentences_are_pipers_for_every_corpus_reply_and_voice() -> None:
+    texts = [reply.text for reply in load_corpus()] + [_FRENCH_WORD, "No end", "a, b; c: d."]
+    for voice in ("en-us", "en-gb-x-rp", "fr"):
+        for text in texts:
+            assert espeak_sentences(voice, text) == _piper_sentences(voice, text), (voice, text)
+
+
+def test_vowel_clusters_merge_as_pipers_do() -> None:
+    clusters = {("a", "ɪ"), ("o", "ʊ"), ("ə", "ʊ"), ("a", "ɪ", "ə")}
+    text = "I owe you five fine fires; go home."
+    assert espeak_sentences("en-us", text, clusters) == _piper_sentences("en-us", text, clusters)
+    merged = [p for sentence in espeak_sentences("en-us", text, clusters) for p in sentence]
+    assert any(len(p) > 1 for p in merged)
+
+
+def test_the_espeak_voice_is_set_only_when_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # espeak-ng leaks a little at every voice change: a server must not change it per request.
+    from piper import espeakbridge  # noqa: PLC0415
+
+    calls: list[str] = []
+    real = espeakbridge.set_voice
+
+    def counting(voice: str) -> None:
+        calls.append(voice)
+        real(voice)
+
+    monkeypatch.setattr(espeakbridge, "set_voice", counting)
+    for _ in range(3):
+        espeak_sentences("en-us", "Hello there.")
+    espeak_sentences("fr", "Bonjour.")
+    espeak_sentences("fr", "Bonsoir.")
+    espeak_sentences("en-us", "Hello there.")
+    assert calls in (["fr", "en-us"], ["en-us", "fr", "en-us"])

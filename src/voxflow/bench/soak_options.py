@@ -33,7 +33,7 @@ class SoakOptions:
     backoff_s: float = 1.0  # a refused client waits this (the server's default hint), +-20%
     # -- load: unloaded TTFA, then twice the admission cap offered --
     protocols: tuple[str, ...] = ("native", "openai")  # the looping clients' mix, round robin
-    unloaded_runs: int = 30
+    unloaded_runs: int = 60  # p95 of 30 is the second-worst run: too noisy a baseline
     load_factor: float = 2.0
     load_s: float = 60.0
     stagger_s: float = 5.0  # looping clients start spread over this

@@ -18,13 +18,45 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from piper import espeakbridge
 from piper.phonemize_espeak import EspeakPhonemizer
 
 from voxflow.text.lexicon import split_phoneme_blocks
 
-# espeak-ng keeps its voice and buffers in process-global C state: calls from two threads (or two
-# engines) must never interleave, whatever object issued them.
-_ESPEAK_LOCK = threading.Lock()
+
+class _Espeak:
+    """espeak-ng's process-global C state: its voice and buffers. Calls from two threads (or two
+    engines) must never interleave, whatever object issued them, and every espeak call of the
+    process goes through here.
+
+    The voice is set only when it changes. piper's ``EspeakPhonemizer.phonemize`` sets it on
+    every call, and espeak-ng's ``espeak_SetVoiceByName`` leaks about 1.3 KiB each time
+    (5.2 MiB over 4,000 calls, measured): a server's resident size grew by ~1.7 MiB per 1,000
+    requests (docs/reliability.md, the soak)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._voice: str | None = None
+        self._ready = False
+
+    def clauses(self, voice: str, text: str) -> list[tuple[str, str, bool]]:
+        """espeak-ng's clauses of ``text``: (phonemes, terminator, ends a sentence)."""
+        with self.lock:
+            if not self._ready:
+                EspeakPhonemizer()  # loads espeak-ng with piper's bundled data, once
+                self._ready = True
+            if voice != self._voice:
+                espeakbridge.set_voice(voice)
+                self._voice = voice
+            return espeakbridge.get_phonemes(text)
+
+    def forget_voice(self) -> None:
+        """Someone else set espeak-ng's voice (with ``lock`` held): set it again next time."""
+        self._voice = None
+
+
+_ESPEAK = _Espeak()
+_LANGUAGE_SWITCH = re.compile(r"\([^)]+\)")  # "(en)...(fr)": a word from another language
 
 _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCT = "\"'()[]{}<>«»“”‘’,;:!?.…—–-"
@@ -61,8 +93,6 @@ class Phonemizer:
     ) -> None:
         self._voice = espeak_voice
         self._vowel_clusters = vowel_clusters
-        with _ESPEAK_LOCK:
-            self._espeak_phonemizer = EspeakPhonemizer()
         self._words: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._words_lock = threading.Lock()
 
@@ -78,11 +108,7 @@ class Phonemizer:
         )
 
     def _espeak(self, text: str) -> list[str]:
-        with _ESPEAK_LOCK:
-            sentences: list[list[str]] = self._espeak_phonemizer.phonemize(
-                self._voice, text, vowel_clusters=self._vowel_clusters
-            )
-        return _joined(sentences)
+        return _joined(espeak_sentences(self._voice, text, self._vowel_clusters))
 
     def phonemize(self, text: str) -> Phonemized:
         """Phonemes of ``text`` plus each word's phoneme range."""
@@ -112,6 +138,47 @@ class Phonemizer:
             if len(self._words) > _WORD_CACHE_SIZE:
                 self._words.popitem(last=False)
         return phonemes
+
+
+def espeak_sentences(
+    voice: str, text: str, vowel_clusters: set[tuple[str, ...]] | None = None
+) -> list[list[str]]:
+    """Phonemes of ``text`` by sentence, as piper's ``EspeakPhonemizer.phonemize`` gives them
+    (the same steps, tested against it) without its voice change on every call."""
+    sentences: list[list[str]] = []
+    sentence: list[str] = []
+    for clause, terminator, ends_sentence in _ESPEAK.clauses(voice, text):
+        # Punctuation is kept (the model reads it); a clause that goes on gets a space.
+        phonemes = _LANGUAGE_SWITCH.sub("", clause) + terminator
+        if terminator in (",", ":", ";"):
+            phonemes += " "
+        # One "phoneme" per code point, accents apart.
+        sentence.extend(unicodedata.normalize("NFD", phonemes))
+        if ends_sentence:
+            sentences.append(_merge_vowel_clusters(sentence, vowel_clusters))
+            sentence = []
+    if sentence:
+        sentences.append(_merge_vowel_clusters(sentence, vowel_clusters))
+    return sentences
+
+
+def _merge_vowel_clusters(phonemes: list[str], clusters: set[tuple[str, ...]] | None) -> list[str]:
+    """Runs of phonemes that the voice knows as one (its ``vowel_clusters``), longest first."""
+    if not clusters:
+        return phonemes
+    longest = max(len(cluster) for cluster in clusters)
+    merged: list[str] = []
+    i = 0
+    while i < len(phonemes):
+        for n in range(min(longest, len(phonemes) - i), 1, -1):
+            if tuple(phonemes[i : i + n]) in clusters:
+                merged.append("".join(phonemes[i : i + n]))
+                i += n
+                break
+        else:
+            merged.append(phonemes[i])
+            i += 1
+    return merged
 
 
 def _joined(pieces: Iterable[list[str]]) -> list[str]:
