@@ -78,3 +78,24 @@ def test_memory_returns_after_a_long_run_of_digits(engine: PiperEngine) -> None:
 def test_the_heap_count_can_be_capped_on_glibc() -> None:
     # The C library's default for this process is larger; capping it is allowed at any time.
     assert limit_malloc_arenas(8 * (os.cpu_count() or 1)) is True
+
+
+def test_trim_soon_returns_freed_memory_once_the_workers_are_idle(engine: PiperEngine) -> None:
+    # Memory a connection freed after the workers' last trim (its buffered audio) is returned
+    # on request, without waiting for more work.
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2))
+    trims: list[float] = []
+    scheduler._trim = lambda: trims.append(time.monotonic())  # the count, not the C call
+    try:
+        time.sleep(0.5)
+        assert trims == []  # idle, nothing asked for: no trim
+        scheduler.trim_soon()
+        scheduler.trim_soon()  # one request pending: one trim
+        deadline = time.monotonic() + 10.0
+        while not trims:
+            assert time.monotonic() < deadline, "trim_soon never trimmed"
+            time.sleep(0.01)
+        time.sleep(0.5)
+        assert len(trims) == 1
+    finally:
+        scheduler.shutdown()

@@ -179,6 +179,15 @@ class Scheduler:
         for thread in self._threads:
             thread.start()
 
+    def trim_soon(self) -> None:
+        """Return freed memory to the system once the workers are idle: for memory freed outside
+        a job (a connection that held much audio ended), which the trim after the last job
+        came too early for."""
+        with self._cond:
+            if self._trim_due is None:
+                self._trim_due = self._clock() + _TRIM_AFTER_S
+                self._cond.notify()
+
     def open_stream(self, sink: Sink, paced: bool = True, burst_s: float = 0.0) -> StreamHandle:
         """A new stream. ``paced``: keep within ``max_lead_s`` of the listener (a live stream);
         ``burst_s``: render this much audio before holding any back (what the client's decoder

@@ -210,6 +210,10 @@ class SessionDriver:
             if deadline is not None and self._clock() >= deadline:
                 self.session.poll(self._clock())
 
+    def release_memory_soon(self) -> None:
+        """The connection is over and its buffers are gone: have the freed memory returned."""
+        self._scheduler.trim_soon()
+
     async def close(self) -> None:
         """Stop all of this client's work (idempotent)."""
         if self._closed:

@@ -260,8 +260,13 @@ async def run_connection(
             log.warning("closing a client that stopped reading")
     finally:
         await _teardown(tasks, driver, settings.teardown_s)
-    if close is not None:
-        await _close_transport(transport, close, settings.teardown_s)
+    try:
+        if close is not None:
+            await _close_transport(transport, close, settings.teardown_s)
+    finally:
+        # What this connection buffered (audio for a slow reader: megabytes) is free now, after
+        # the workers' last trim: return it (docs/reliability.md, the slow readers).
+        driver.release_memory_soon()
 
 
 async def _close_transport(
