@@ -65,9 +65,16 @@ def running_server(settings: ServerSettings) -> Iterator[str]:
         yield f"http://127.0.0.1:{settings.port}"
 
 
+# The test servers' cap on concurrent streams: their tests open several at once (ElevenLabs'
+# five contexts a socket, concurrency checks), more than the default of one per synthesis
+# worker admits. The default cap and what a refused client sees: tests/reliability/.
+TEST_MAX_STREAMS = 32
+
+
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    with running_server(ServerSettings(port=free_port(), workers=2)) as url:
+    settings = ServerSettings(port=free_port(), workers=2, max_streams=TEST_MAX_STREAMS)
+    with running_server(settings) as url:
         yield url
 
 
@@ -76,6 +83,7 @@ def server_factory() -> Callable[..., contextlib.AbstractContextManager[str]]:
     """Start a dedicated server with non-default settings (one per test)."""
 
     def start(**settings: object) -> contextlib.AbstractContextManager[str]:
+        settings.setdefault("max_streams", TEST_MAX_STREAMS)
         return running_server(ServerSettings(port=free_port(), **settings))  # type: ignore[arg-type]
 
     return start

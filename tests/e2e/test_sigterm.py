@@ -42,6 +42,8 @@ def server() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
         # keeps a send blocked until the drain cuts it off.
         "VOXFLOW_MAX_LEAD_S": "600",
         "VOXFLOW_WRITE_TIMEOUT_S": "600",
+        # Room for every stream below at once (the default cap is 1 per synthesis worker).
+        "VOXFLOW_MAX_STREAMS": "16",
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "voxflow.cli", "serve", "--port", str(port)],
