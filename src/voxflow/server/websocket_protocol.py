@@ -3,8 +3,8 @@
 A WebSocket close is a frame the client must be sent, and uvicorn waits for the socket to take
 more bytes before it writes one. For a client that stopped reading that never happens: after the
 runner's stall close its socket, and the audio buffered for it, would stay open for as long as
-the client holds it. The connection's ``abort`` (``transports.abort``) lets the WebSocket adapter
-drop it instead once a close has had its time (``session.runner``).
+the client holds it. The connection's ``abort`` (``transports.abort``), handed by the WebSocket
+adapter to the runner, drops it instead once a close has had its time (``session.runner``).
 """
 
 from __future__ import annotations
