@@ -631,3 +631,25 @@ def test_last_words_to_a_client_that_stopped_reading_are_bounded(
         connection.assert_ended_cleanly()
 
     _run(scenario())
+
+
+def test_last_words_that_time_out_at_shutdown_never_abort_the_connection(
+    scheduler: Scheduler, encoder_pool: EncoderPool
+) -> None:
+    # A client that is only slow when the server stops gets what is buffered for it when the
+    # process exits (a FIN after the data); an abort would drop its last words.
+    async def scenario() -> None:
+        stopping = StopSignal()
+        transport = FakeTransport(block_send_at=2, close_mode="block")
+        settings = RunnerSettings(
+            write_timeout_s=600.0, stopping=stopping, final_message_s=0.2, teardown_s=0.2
+        )
+        connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
+        await _stream(connection)
+        await _until(transport.send_blocked.is_set)
+        stopping.set()
+        assert await connection.finished(), "a stuck close held the shutdown"
+        assert transport.aborts == 0
+        connection.assert_ended_cleanly()
+
+    _run(scenario())

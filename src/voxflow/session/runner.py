@@ -169,10 +169,14 @@ class RunnerSettings:
     final_message_s: float = 1.0  # bound on sending that reply (a client may not be reading)
 
 
+_STOP_TASK = "voxflow-stop"
+
+
 class _End(enum.Enum):
     PEER_GONE = "peer gone"
     CLOSE = "closed by reply"
     STALLED = "client stopped reading"
+    STOPPED = "the server stopped before its last words went out"
     FAILED = "failed"
 
 
@@ -251,8 +255,9 @@ async def run_connection(
         asyncio.create_task(write(), name="voxflow-write"),
         asyncio.create_task(stall(), name="voxflow-stall"),
         asyncio.create_task(watch(), name="voxflow-timer"),
-        asyncio.create_task(stop(), name="voxflow-stop"),
+        asyncio.create_task(stop(), name=_STOP_TASK),
     }
+    end = _End.FAILED
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         end, close = _outcome(done, outcome, driver, protocol)
@@ -262,7 +267,10 @@ async def run_connection(
         await _teardown(tasks, driver, settings.teardown_s)
     try:
         if close is not None:
-            await _close_transport(transport, close, settings.teardown_s)
+            # Only a client that stopped reading is dropped when its close cannot go out: one
+            # that is slow at shutdown gets what is buffered for it when the process exits.
+            may_abort = end is _End.STALLED
+            await _close_transport(transport, close, settings.teardown_s, may_abort)
     finally:
         # What this connection buffered (audio for a slow reader: megabytes) is free now, after
         # the workers' last trim: return it (docs/reliability.md, the slow readers).
@@ -270,7 +278,7 @@ async def run_connection(
 
 
 async def _close_transport(
-    transport: Transport[FrameIn, FrameOut], close: Close, teardown_s: float
+    transport: Transport[FrameIn, FrameOut], close: Close, teardown_s: float, may_abort: bool
 ) -> None:
     """Close the transport within ``teardown_s``. The close runs as its own task: a close that
     ignores its cancel (a stuck socket library) is left behind and logged, never awaited."""
@@ -284,7 +292,7 @@ async def _close_transport(
     finally:
         closing.cancel()  # no-op once done; the handler's own cancel stops the close too
     if not done:
-        if transport.abort is None:
+        if transport.abort is None or not may_abort:
             log.warning("closing the transport took longer than %.1f s; left cancelled", teardown_s)
         else:
             log.warning("closing the transport took longer than %.1f s; aborted it", teardown_s)
@@ -309,6 +317,8 @@ def _outcome(
             continue
         error = task.exception()
         if isinstance(error, TimeoutError):
+            if task.get_name() == _STOP_TASK:
+                return _End.STOPPED, protocol.stall_close  # past the final-message bound
             return _End.STALLED, protocol.stall_close  # one send outlasted the write timeout
         if isinstance(error, PeerGone):
             return _End.PEER_GONE, None
