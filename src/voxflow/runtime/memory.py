@@ -20,19 +20,25 @@ import ctypes
 import ctypes.util
 import logging
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["free_memory_trimmer", "limit_malloc_arenas"]
 
 log = logging.getLogger(__name__)
 
 
+def _libc_function(name: str) -> Any | None:
+    """The C library's function ``name``, or None where this C library has none."""
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c")), name)
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
 def free_memory_trimmer() -> Callable[[], None]:
     """A function that returns freed heap memory to the OS (a no-op where unsupported)."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError, TypeError):
+    trim = _libc_function("malloc_trim")
+    if trim is None:
         log.debug("malloc_trim is not available; freed memory stays with the process")
         return lambda: None
     trim.argtypes = [ctypes.c_size_t]
@@ -49,10 +55,8 @@ _M_ARENA_MAX = -8  # glibc's malloc.h
 
 def limit_malloc_arenas(arenas: int) -> bool:
     """Cap glibc's heaps at ``arenas`` (threads started later share them); whether it took."""
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError, TypeError):
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
         log.debug("mallopt is not available; the C library sizes its own heaps")
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
