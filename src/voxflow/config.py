@@ -86,6 +86,11 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = ()
     log_level: str = "info"  # debug, info, warning, error
     log_format: str = "text"  # text, or json: one object per line
+    # -- TLS (issue 12) --
+    # A certificate chain and its key (PEM): HTTPS and wss:// on the same port, as uvicorn's
+    # --ssl-certfile/--ssl-keyfile; some clients (the elevenlabs SDK's realtime) only speak wss://.
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -106,6 +111,8 @@ class ServerSettings:
             raise ValueError("idle_flush_s must be > 0")
         self._check_connection_limits()
         self._check_access_and_logs()
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("TLS needs both ssl_certfile and ssl_keyfile")
 
     def _check_access_and_logs(self) -> None:
         for name in ("api_keys", "allowed_origins", "allowed_hosts"):
@@ -166,7 +173,13 @@ class ServerSettings:
             if raw is None:
                 continue
             default = getattr(cls, field.name)
-            if field.name in ("voices_dir", "lexicon_path", "api_keys_file"):
+            if field.name in (
+                "voices_dir",
+                "lexicon_path",
+                "api_keys_file",
+                "ssl_certfile",
+                "ssl_keyfile",
+            ):
                 values[field.name] = Path(raw)
             elif field.name == "idle_flush_s" or isinstance(default, float):
                 values[field.name] = float(raw)

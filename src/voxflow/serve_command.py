@@ -45,6 +45,15 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         dest="drain_s",
         help="on SIGTERM, seconds streams may take to finish (default 10)",
     )
+    serve_cmd.add_argument(
+        "--ssl-certfile",
+        type=Path,
+        metavar="PEM",
+        help="serve HTTPS and wss:// with this certificate chain (needs --ssl-keyfile)",
+    )
+    serve_cmd.add_argument(
+        "--ssl-keyfile", type=Path, metavar="PEM", help="the private key of --ssl-certfile"
+    )
     _add_access_options(serve_cmd)
     _add_limit_options(serve_cmd)
 
@@ -141,6 +150,8 @@ def serve(args: argparse.Namespace) -> int:
         lexicon_path=args.lexicon_path,
         max_streams=args.max_streams,
         drain_s=args.drain_s,
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
         **access_overrides(args),
         **limit_overrides(args),
     )

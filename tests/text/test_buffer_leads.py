@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from tests.text.test_buffer import check_segments, run, split_at, texts
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, Strategy, TextBuffer
-from voxflow.text.chunking import DEFAULT_LEAD_COST
+from voxflow.text.chunking import AUTO_MODE_LOOKAHEAD_S, DEFAULT_LEAD_COST
 from voxflow.text.phrases import spoken_cost
 from voxflow.text.segment import find_boundaries
 
@@ -150,7 +150,7 @@ def test_first_segment_cost_is_bounded_for_any_text(words: list[str], data: st.D
 
 
 def test_a_finished_sentence_is_spoken_after_the_lookahead() -> None:
-    buffer = TextBuffer(ChunkingConfig(auto_mode=True, lookahead_s=0.15))
+    buffer = TextBuffer(ChunkingConfig(strategy=Strategy.SENTENCE, lookahead_s=0.15))
     assert buffer.feed("How can I help?", now=10.0) == []
     assert buffer.idle_deadline() == pytest.approx(10.15)
     assert buffer.poll(10.14) == []
@@ -183,7 +183,7 @@ def test_lookahead_never_cuts_what_is_not_a_sentence_end(text: str) -> None:
 
 
 def test_a_decimal_that_arrives_within_the_lookahead_is_not_split() -> None:
-    buffer = TextBuffer(ChunkingConfig(auto_mode=True, lookahead_s=0.15))
+    buffer = TextBuffer(ChunkingConfig(strategy=Strategy.SENTENCE, lookahead_s=0.15))
     assert buffer.feed("It costs 3.", now=0.0) == []
     assert buffer.poll(0.1) == []
     segments = buffer.feed("50 in all. Then", now=0.1)
@@ -192,17 +192,33 @@ def test_a_decimal_that_arrives_within_the_lookahead_is_not_split() -> None:
 
 
 def test_a_number_ending_the_reply_is_a_sentence_end_after_the_lookahead() -> None:
-    buffer = TextBuffer(ChunkingConfig(auto_mode=True, lookahead_s=0.15))
+    buffer = TextBuffer(ChunkingConfig(strategy=Strategy.SENTENCE, lookahead_s=0.15))
     buffer.feed("Your total is 42.", now=0.0)
     assert texts(buffer.poll(0.2)) == ["Your total is 42."]
 
 
 def test_whitespace_after_the_sentence_does_not_restart_the_lookahead_clock_wrongly() -> None:
-    buffer = TextBuffer(ChunkingConfig(auto_mode=True, lookahead_s=0.15))
+    buffer = TextBuffer(ChunkingConfig(strategy=Strategy.SENTENCE, lookahead_s=0.15))
     buffer.feed("Done!", now=0.0)
     buffer.feed(" ", now=0.1)
     assert buffer.idle_deadline() == pytest.approx(0.25)
     assert texts(buffer.poll(0.25)) == ["Done!"]
+
+
+def test_auto_mode_takes_a_sentence_that_ends_a_message_almost_at_once() -> None:
+    # The client promised whole sentences per message: no LLM token gap to wait out.
+    config = ChunkingConfig(auto_mode=True, lookahead_s=0.15)
+    assert config.effective_lookahead_s == AUTO_MODE_LOOKAHEAD_S < 0.15
+    buffer = TextBuffer(config)
+    assert buffer.feed("Hi!", now=0.0) == []
+    assert buffer.idle_deadline() == pytest.approx(AUTO_MODE_LOOKAHEAD_S)
+    assert texts(buffer.poll(AUTO_MODE_LOOKAHEAD_S)) == ["Hi!"]
+    # What refutes a sentence end still does, in auto mode too.
+    buffer = TextBuffer(config)
+    buffer.feed("We met Dr.", now=0.0)
+    assert buffer.poll(1.0) == []
+    # Outside auto mode the look-ahead is the one configured.
+    assert ChunkingConfig(lookahead_s=0.15).effective_lookahead_s == 0.15
 
 
 def test_lookahead_can_be_turned_off() -> None:
@@ -213,7 +229,9 @@ def test_lookahead_can_be_turned_off() -> None:
 
 
 def test_lookahead_and_idle_flush_share_the_deadline() -> None:
-    buffer = TextBuffer(ChunkingConfig(auto_mode=True, idle_flush_s=1.0, lookahead_s=0.15))
+    buffer = TextBuffer(
+        ChunkingConfig(strategy=Strategy.SENTENCE, idle_flush_s=1.0, lookahead_s=0.15)
+    )
     buffer.feed("Half a sentence", now=0.0)
     assert buffer.idle_deadline() == pytest.approx(1.0)
     buffer.feed(" ends here.", now=0.5)

@@ -196,6 +196,74 @@ def test_barge_in_close_context_stops_the_audio_at_once(multi: ClientConnection)
     assert old_audio_ms < 15_000
 
 
+def _flushed_reply_ms(ws: ClientConnection, cid: str, close: dict[str, Any]) -> float:
+    """Send a long reply, flush it, take its first audio, then ``close`` it; the audio (ms at
+    16 kHz) that came for it before its ``isFinal``."""
+    _send(ws, text=" ", context_id=cid)
+    _send(ws, text=LONG * 3, context_id=cid, flush=True)
+    heard_ms = 0.0
+    while not heard_ms:
+        message = _recv(ws)
+        heard_ms += len(base64.b64decode(message.get("audio") or "")) / 32
+    _send(ws, context_id=cid, close_context=True, **close)
+    while not (message := _recv(ws)).get("isFinal"):
+        heard_ms += len(base64.b64decode(message.get("audio") or "")) / 32
+    return heard_ms
+
+
+def test_close_context_after_a_flush_finishes_unless_immediate(multi: ClientConnection) -> None:
+    # ElevenLabs' rule: a flushed context that is closed still speaks what was flushed...
+    finished_ms = _flushed_reply_ms(multi, "finishes", {})
+    # ...unless the client asks for the barge-in at once ("immediate": true, LiveKit's and
+    # some SDKs' spelling), which stops the rendering with no more audio of it.
+    stopped_ms = _flushed_reply_ms(multi, "stops", {"immediate": True})
+    assert finished_ms > 20_000  # three times LONG: tens of seconds of speech
+    assert stopped_ms < finished_ms / 3
+
+
+def test_sentences_sent_without_spaces_are_spoken_as_sentences(multi: ClientConnection) -> None:
+    # Pipecat's ElevenLabsTTSService sends each aggregated sentence with no trailing space.
+    _send(multi, text=" ", context_id="s")
+    for sentence in ["Sure thing!", "The table is booked.", "See you at 3.", "50 or later?"]:
+        _send(multi, text=sentence, context_id="s")
+    _send(multi, context_id="s", flush=True)
+    _send(multi, context_id="s", close_context=True)
+    chars = ""
+    while not (message := _recv(multi)).get("isFinal"):
+        if message.get("alignment"):
+            chars += "".join(message["alignment"]["chars"])
+    # A space where a sentence ended and the next began; "3." + "50" is a number and stays one.
+    assert chars == " Sure thing! The table is booked. See you at 3.50 or later?"
+
+
+def _context_starts_ms(ws: ClientConnection, cid: str) -> tuple[list[int], float]:
+    """The alignment start times of one context as sent, and its audio's length in ms."""
+    _send(ws, text=" ", context_id=cid)
+    _send(ws, text=LONG, context_id=cid, flush=True)
+    _send(ws, context_id=cid, close_context=True)
+    starts: list[int] = []
+    audio_ms = 0.0
+    while not (message := _recv(ws)).get("isFinal"):
+        audio_ms += len(base64.b64decode(message.get("audio") or "")) / 32
+        if message.get("alignment"):
+            starts += message["alignment"]["charStartTimesMs"]
+    return starts, audio_ms
+
+
+def test_sync_alignment_times_count_from_the_context_start(server_url: str) -> None:
+    # LiveKit's ElevenLabs plugin asks for sync_alignment=true and reads every start time as
+    # the time from the start of the context; without it, times restart with every chunk.
+    path = f"{EL_VOICE}/multi-stream-input"
+    with connect(_url(server_url, path, "output_format=pcm_16000&sync_alignment=true")) as ws:
+        synced, audio_ms = _context_starts_ms(ws, "a")
+    with connect(_url(server_url, path, "output_format=pcm_16000")) as ws:
+        per_chunk, _ = _context_starts_ms(ws, "a")
+    assert synced == sorted(synced)
+    assert audio_ms * 0.6 < synced[-1] <= audio_ms + 1  # whole ms
+    # Per-chunk times go back to near zero at every chunk that starts a character.
+    assert per_chunk != sorted(per_chunk) and max(per_chunk) < synced[-1]
+
+
 def test_a_closed_context_id_can_be_reused_at_once(multi: ClientConnection) -> None:
     _send(multi, text=" ", context_id="x")
     _send(multi, text=LONG, context_id="x")

@@ -51,5 +51,9 @@ def uvicorn_config(
         ws=AbortableWebSocketProtocol,
         ws_ping_interval=settings.ws_ping_interval_s,
         ws_ping_timeout=settings.ws_ping_timeout_s,
+        # None and None: plain HTTP. uvicorn reads the files as it starts: a missing or bad one
+        # stops the start with the SSL library's error.
+        ssl_certfile=settings.ssl_certfile,
+        ssl_keyfile=settings.ssl_keyfile,
         **options,
     )

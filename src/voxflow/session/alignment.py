@@ -52,6 +52,10 @@ class ChunkAlignment:
         reports them; a character that started in an earlier chunk is clamped to 0."""
         return [max(0, round(c.start_ms - self.offset_ms)) for c in self.chars]
 
+    def absolute_starts_ms(self) -> list[int]:
+        """Start times in whole milliseconds from the start of the context's audio."""
+        return [max(0, round(c.start_ms)) for c in self.chars]
+
     def durations_ms(self) -> list[int]:
         return [max(0, round(c.duration_ms)) for c in self.chars]
 

@@ -60,7 +60,9 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
   confirmed by the next word. When nothing arrives for ``lookahead_s`` after it, ``poll`` takes
   it as confirmed (if it would end a sentence before a capital: not "Dr." or "e.g.") and emits
   everything up to it as one SENTENCE segment, whatever the minimum: a reply that paused or
-  ended is not held back waiting for a token that may never come. The turn goes on.
+  ended is not held back waiting for a token that may never come. The turn goes on. In auto
+  mode the wait is shorter (``ChunkingConfig.effective_lookahead_s``): the client sends whole
+  sentences.
 * ``flush`` emits everything buffered as one ``FLUSH`` segment and starts a new turn: the
   segment index returns to 0. It never needs to split: ``feed`` already cut anything that
   exceeded ``max_chars``, since such a cut is certain once ``max_chars`` is exceeded.
@@ -206,7 +208,7 @@ class TextBuffer:
         return self._last_feed + idle
 
     def _lookahead_at(self) -> float | None:
-        wait = self._config.lookahead_s
+        wait = self._config.effective_lookahead_s
         if wait is None or self._last_feed is None or self._locate_content() is None:
             return None
         if self._scanner.sentence_at_end() is None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "AUTO_MODE_LOOKAHEAD_S",
     "DEFAULT_LEAD_COST",
     "DEFAULT_LOOKAHEAD_S",
     "MIN_MAX_CHARS",
@@ -34,6 +35,12 @@ DEFAULT_LOOKAHEAD_S = 0.15
 """How long a sentence end at the end of the buffered text waits for text that could refute it
 ("Dr." + " Smith", "3." + "50") before it counts as confirmed. An LLM streams a token every 10 to
 50 ms, so 150 ms of silence means the reply has paused or ended."""
+
+AUTO_MODE_LOOKAHEAD_S = 0.02
+"""The look-ahead in auto mode. A client that asks for auto mode promises whole sentences or
+phrases per message (ElevenLabs' definition; Pipecat sends one aggregated sentence per message),
+so a sentence end at the end of a message is taken once the message's burst is over rather
+than after an LLM's token gap: a short first sentence ("Hi!") is not held back 150 ms."""
 
 
 class Strategy(enum.StrEnum):
@@ -111,6 +118,13 @@ class ChunkingConfig:
             ):
                 raise ValueError(f"lead_cost must be None or (low, high), 1 <= low <= high: {lead}")
             object.__setattr__(self, "lead_cost", (lead[0], lead[1]))
+
+    @property
+    def effective_lookahead_s(self) -> float | None:
+        """The look-ahead in force: shorter in auto mode (``AUTO_MODE_LOOKAHEAD_S``)."""
+        if self.auto_mode and self.lookahead_s is not None:
+            return min(self.lookahead_s, AUTO_MODE_LOOKAHEAD_S)
+        return self.lookahead_s
 
     @property
     def effective_schedule(self) -> tuple[int, ...]:

@@ -92,13 +92,19 @@ def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
     return options.voice_settings(speed=1.0 if speed is None else speed, seed=seed)
 
 
-def ws_alignment(alignment: ChunkAlignment) -> dict[str, Any] | None:
-    """ElevenLabs' WebSocket alignment: times in whole ms from the start of the chunk."""
+def ws_alignment(
+    alignment: ChunkAlignment, from_context_start: bool = False
+) -> dict[str, Any] | None:
+    """ElevenLabs' WebSocket alignment: times in whole ms from the start of the chunk, as its
+    specification says, or from the start of the context's audio (``sync_alignment=true``)."""
     if not alignment.chars:
         return None
+    starts = (
+        alignment.absolute_starts_ms() if from_context_start else alignment.relative_starts_ms()
+    )
     return {
         "chars": [c.char for c in alignment.chars],
-        "charStartTimesMs": alignment.relative_starts_ms(),
+        "charStartTimesMs": starts,
         "charDurationsMs": alignment.durations_ms(),
     }
 

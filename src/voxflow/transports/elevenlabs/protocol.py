@@ -13,24 +13,28 @@ Client messages (JSON text frames):
   accepted and ignored;
 * ``{"text": "Hello ", "flush": false, "try_trigger_generation": true}`` appends text (the
   segmenter already cuts as early as the schedule allows, so ``try_trigger_generation`` changes
-  nothing); ``"flush": true`` then synthesizes everything buffered;
+  nothing); ``"flush": true`` then synthesizes everything buffered. A message that starts a
+  sentence right after one that ended one, with no space between (Pipecat sends one sentence a
+  message), gets a space in front (``voxflow.text.messages``), which the alignment then shows;
 * stream-input: ``{"text": ""}`` ends the input: the rest is spoken, ``{"isFinal": true}`` follows
   the last audio and the socket closes;
 * multi-stream: ``{"text": "", "context_id": "x"}`` only keeps the connection alive;
   ``{"context_id": "x", "close_context": true}`` closes a context the way ElevenLabs documents it:
   a context whose text was all flushed finishes speaking it and then gets ``isFinal`` (what
   Pipecat sends at the end of every turn), while a context holding text sent since its last flush
-  (a barge-in in the middle of a reply) or one already closing stops at once, with no audio of it
-  after that point, and gets ``isFinal``; ``{"close_socket": true}`` closes every context that
+  (a barge-in in the middle of a reply), one already closing (Pipecat's barge-in after the end of
+  its turn) or a close with ``"immediate": true`` stops at once, with no audio of it after that
+  point, and gets ``isFinal``; ``{"close_socket": true}`` closes every context that
   way and the socket once the last ``isFinal`` is out.
 
 Server messages: ``{"audio": "<base64>", "isFinal": null, "normalizedAlignment": {...},
 "alignment": {...}}`` where the alignment lists the characters first heard in that chunk with
-times in ms from the chunk's start (``null`` for a chunk that starts none), then ``{"isFinal":
-true}``; multi-stream adds ``"contextId"``. Errors are ``SessionError``s and ``ErrorOut``s,
-answered ElevenLabs-shaped, ``{"message": ..., "error": ..., "code": 1008}``, and close the
-socket with that code as ElevenLabs does (``errors.socket_error``); only a failed synthesis of
-one segment is reported without closing. A connection with no client message and no audio for
+times in ms from the chunk's start, or from the start of the context's audio with
+``sync_alignment=true`` (LiveKit's plugin asks for it and reads them so), ``null`` for a chunk
+that starts none; then ``{"isFinal": true}``; multi-stream adds ``"contextId"``. Errors are
+``SessionError``s and ``ErrorOut``s, answered ElevenLabs-shaped, ``{"message": ..., "error":
+..., "code": 1008}``, and close the socket with that code as ElevenLabs does
+(``errors.socket_error``); only a failed synthesis of one segment is reported without closing. A connection with no client message and no audio for
 ``inactivity_timeout`` seconds (20 by default, at most 180) closes with
 ``input_timeout_exceeded``.
 """
@@ -58,6 +62,7 @@ from voxflow.session.options import check_name, clean_text
 from voxflow.session.runner import Close, Reply
 from voxflow.session.services import Services
 from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.text.messages import separate_sentences
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.errors import (
     INTERNAL_ERROR,
@@ -187,7 +192,7 @@ class ElevenLabsProtocol:
         if text is not None:
             text = clean_text(text)  # alignments index the text as the session has it
         if self._multi and message.get("close_context") is True:
-            self._close_context(cid, now)
+            self._close_context(cid, now, immediate=message.get("immediate") is True)
             return
         flush = message.get("flush") is True
         if not self._multi and text == "":
@@ -210,6 +215,8 @@ class ElevenLabsProtocol:
                 f"context {cid!r} is closing; wait for its isFinal before reusing the id",
             )
         if text:
+            # Sentences sent as separate messages with no space between them (Pipecat).
+            text = separate_sentences(context.text, text)
             self._session.text(cid, text, now)
             context.text += text
             context.unflushed = context.unflushed or not text.isspace()
@@ -276,11 +283,11 @@ class ElevenLabsProtocol:
         # A segment never exceeds max_chars, so a larger minimum means "as long as allowed".
         return tuple(min(round(v), self._max_chars) for v in raw)
 
-    def _close_context(self, cid: str, now: float) -> None:
+    def _close_context(self, cid: str, now: float, immediate: bool = False) -> None:
         context = self._open.get(cid)
         if context is None:
             return  # never opened or already finished: nothing to close
-        if context.closing or context.unflushed:
+        if immediate or context.closing or context.unflushed:
             self._session.cancel(cid, None, now, now)
             del self._open[cid]
         else:
@@ -370,7 +377,8 @@ class ElevenLabsProtocol:
         return Reply([dump(error.frame)], Close(error.close_code, event.message))
 
     def _audio(self, cid: str, data: bytes, alignment: ChunkAlignment) -> str:
-        chars = ws_alignment(alignment)
+        sync = self.options is not None and self.options.sync_alignment
+        chars = ws_alignment(alignment, from_context_start=sync)
         body: dict[str, Any] = {
             "audio": base64.b64encode(data).decode("ascii"),
             "isFinal": None,

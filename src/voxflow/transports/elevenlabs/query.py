@@ -31,6 +31,8 @@ class ConnectionOptions:
     seed: int | None
     inactivity_timeout_s: float
     normalization: NormalizationMode
+    # ``sync_alignment=true``: alignment times count from the start of the context's audio.
+    sync_alignment: bool = False
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool | None:
@@ -56,9 +58,8 @@ def _integer(query: Mapping[str, str], name: str) -> int | None:
 def parse_connection(
     services: Services, voice_id: str, query: Mapping[str, str]
 ) -> ConnectionOptions:
-    """Validate the query string. ``model_id``, ``language_code``, ``sync_alignment``,
-    ``enable_logging``, ``enable_ssml_parsing`` and ``authorization`` are accepted and
-    ignored."""
+    """Validate the query string. ``model_id``, ``language_code``, ``enable_logging``,
+    ``enable_ssml_parsing`` and ``authorization`` are accepted and ignored."""
     fmt = elevenlabs_http.check_output_format(query.get("output_format"))
     voice = elevenlabs_http.resolve_voice_id(services, voice_id)
     timeout = _integer(query, "inactivity_timeout")
@@ -79,4 +80,5 @@ def parse_connection(
         seed,
         float(timeout),
         elevenlabs_http.normalization_mode(query.get("apply_text_normalization")),
+        _flag(query, "sync_alignment") is True,
     )
