@@ -92,6 +92,12 @@ def test_no_key_is_refused_in_the_shape_of_each_protocol(http: httpx.Client) -> 
         assert response.status_code == 401, response.request.url
         assert response.headers["www-authenticate"] == "Bearer"
         assert response.json()["detail"]["status"] == "invalid_api_key"
+    cartesia = http.post("/tts/bytes", json={"transcript": "Hi"})
+    assert cartesia.status_code == 401
+    assert cartesia.json()["error_code"] == "invalid_api_key"
+    deepgram = http.post("/v1/speak", json={"text": "Hi"})
+    assert deepgram.status_code == 401 and deepgram.json()["err_code"] == "INVALID_AUTH"
+    assert deepgram.json()["request_id"] == deepgram.headers["x-request-id"]
     metrics = http.get("/metrics")
     assert metrics.status_code == 401
     assert metrics.json()["error"]["code"] == "unauthorized"
@@ -112,8 +118,19 @@ def test_health_and_the_demo_page_need_no_key(http: httpx.Client) -> None:
         ({}, {"api_key": KEY}),
         ({}, {"xi_api_key": SECOND_KEY}),
         ({}, {"authorization": f"Bearer {KEY}"}),
+        ({"Authorization": f"Token {KEY}"}, {}),  # Deepgram's clients
+        ({"X-API-Key": SECOND_KEY}, {}),  # Pipecat's and LiveKit's Cartesia services
     ],
-    ids=["bearer", "bearer-file-key", "xi-api-key", "api_key", "xi_api_key", "authorization"],
+    ids=[
+        "bearer",
+        "bearer-file-key",
+        "xi-api-key",
+        "api_key",
+        "xi_api_key",
+        "authorization",
+        "token",
+        "x-api-key",
+    ],
 )
 def test_the_right_key_works_each_way(
     http: httpx.Client, headers: dict[str, str], params: dict[str, str]
@@ -130,7 +147,9 @@ def test_the_right_key_works_each_way(
         ({"Authorization": f"Bearer {KEY}x"}, {}),
         ({"Authorization": f"Bearer {KEY[:-1]}"}, {}),
         ({"Authorization": f"Basic {KEY}"}, {}),
+        ({"Authorization": f"Token {KEY}x"}, {}),
         ({"xi-api-key": KEY.upper()}, {}),
+        ({"X-API-Key": "wrong"}, {}),
         ({}, {"api_key": "wrong"}),
     ],
 )
@@ -205,8 +224,9 @@ def test_a_websocket_without_the_key_is_refused_before_it_opens(url: str) -> Non
         ("/v1/stream", {"Authorization": f"Bearer {KEY}"}),
         ("/v1/stream", {"xi-api-key": SECOND_KEY}),
         (f"/v1/stream?api_key={KEY}", {}),
+        ("/v1/stream", {"X-API-Key": KEY}),
     ],
-    ids=["bearer", "xi-api-key", "query"],
+    ids=["bearer", "xi-api-key", "query", "x-api-key"],
 )
 def test_a_websocket_with_the_key_speaks(url: str, path: str, headers: dict[str, str]) -> None:
     types = _native_roundtrip(_ws(url, path), additional_headers=headers)

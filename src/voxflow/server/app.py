@@ -19,6 +19,8 @@ from voxflow.server.logs import RequestIdMiddleware
 from voxflow.server.security import AccessPolicy, SecurityMiddleware
 from voxflow.session.metrics import ServerMetrics
 from voxflow.session.services import Services
+from voxflow.transports.cartesia.routes import mount_cartesia
+from voxflow.transports.deepgram.routes import mount_deepgram
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 from voxflow.transports.elevenlabs.routes import mount_elevenlabs
 from voxflow.transports.native.websocket import serve_native
@@ -147,5 +149,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs/).
     mount_elevenlabs(app)
+    mount_cartesia(app)
+    mount_deepgram(app)
 
     return app

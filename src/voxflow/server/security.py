@@ -14,8 +14,10 @@ bodies pass as they are. For each HTTP request and WebSocket handshake, in this 
    with 403 ``forbidden_origin``. No ``Origin`` (a program, or a browser's same-origin GET)
    passes. (voxflow sends no CORS headers, so an allowed foreign page still cannot read an HTTP
    answer; WebSockets have no such guard, which is what the allow-list is for.)
-3. **API key**, when keys are configured: ``Authorization: Bearer KEY`` (OpenAI SDK),
-   ``xi-api-key: KEY`` (ElevenLabs SDK) or, for browsers that cannot set a WebSocket's headers,
+3. **API key**, when keys are configured: ``Authorization: Bearer KEY`` (OpenAI SDK, Cartesia
+   SDK), ``Authorization: Token KEY`` (Deepgram's clients), ``xi-api-key: KEY`` (ElevenLabs'),
+   ``X-API-Key: KEY`` (Pipecat's and LiveKit's Cartesia services) or, for browsers that cannot
+   set a WebSocket's headers,
    the query parameter ``api_key``, ``xi_api_key`` or ``authorization`` (ElevenLabs' WebSocket
    name; ``Bearer `` prefix optional). Missing or wrong: 401 ``unauthorized`` with
    ``WWW-Authenticate: Bearer``. Keys are compared as SHA-256 digests in constant time.
@@ -25,7 +27,8 @@ reveal nothing); the demo page (``/``, ``/static/``) needs no key but passes the
 
 A refused HTTP request gets the error object of the protocol its path belongs to: OpenAI's for
 ``/v1/audio/``, ElevenLabs' ``{"detail": ...}`` for ``/v1/text-to-speech/`` and the voices,
-``{"error": {"code", "message"}}`` elsewhere. A refused WebSocket is never accepted: the
+Cartesia's for ``/tts/``, Deepgram's for ``/v1/speak``, ``{"error": {"code", "message"}}``
+elsewhere. A refused WebSocket is never accepted: the
 handshake is answered with the same status and body (ASGI's ``websocket.http.response``
 extension, which uvicorn has); a server without it answers a plain 403.
 """
@@ -46,8 +49,10 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from voxflow.config import ServerSettings, check_api_key
-from voxflow.server.logs import HANDSHAKE_REFUSED
+from voxflow.server.logs import HANDSHAKE_REFUSED, REQUEST_ID
 from voxflow.session.errors import SessionError
+from voxflow.transports.cartesia.errors import http_error as cartesia_error
+from voxflow.transports.deepgram.errors import http_error as deepgram_error
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.openai.errors import openai_error
 
@@ -212,8 +217,8 @@ class AccessPolicy:
             if not candidates:
                 return SessionError(
                     "unauthorized",
-                    "an API key is required: Authorization: Bearer KEY, xi-api-key: KEY "
-                    "or ?api_key=KEY",
+                    "an API key is required: Authorization: Bearer KEY, xi-api-key: KEY, "
+                    "X-API-Key: KEY or ?api_key=KEY",
                 )
             if not self.key_valid(candidates):
                 return SessionError("unauthorized", "invalid API key")
@@ -229,18 +234,25 @@ def _demo_path(path: str) -> bool:
     return path == "/" or path.startswith("/static/")
 
 
+# ``Authorization`` schemes that carry a bare key: OAuth's, and Deepgram's ``Token KEY``.
+_KEY_SCHEMES = ("bearer", "token")
+# Headers whose whole value is a key: ElevenLabs' and Cartesia's (Pipecat, LiveKit).
+_KEY_HEADERS = ("xi-api-key", "x-api-key")
+
+
 def _strip_bearer(value: str) -> str:
     scheme, _, rest = value.strip().partition(" ")
-    return rest.strip() if scheme.lower() == "bearer" and rest.strip() else value.strip()
+    return rest.strip() if scheme.lower() in _KEY_SCHEMES and rest.strip() else value.strip()
 
 
 def _key_candidates(headers: Headers, query_string: bytes) -> list[str]:
     candidates = [
         _strip_bearer(value)
         for value in headers.getlist("authorization")
-        if value.strip().lower().startswith("bearer ")
+        if value.strip().partition(" ")[0].lower() in _KEY_SCHEMES
     ]
-    candidates += [value.strip() for value in headers.getlist("xi-api-key")]
+    for name in _KEY_HEADERS:
+        candidates += [value.strip() for value in headers.getlist(name)]
     query = parse_qsl(query_string.decode("latin-1"), keep_blank_values=False)
     candidates += [_strip_bearer(value) for name, value in query if name in QUERY_KEY_NAMES]
     return [candidate for candidate in candidates if candidate]
@@ -254,6 +266,12 @@ def _error_body(path: str, error: SessionError) -> tuple[int, bytes]:
     if path.startswith(("/v1/text-to-speech/", "/v1/voices", "/v2/voices")):
         eleven = http_error(error.code, error.message)
         return eleven.status, json.dumps(eleven.body, allow_nan=False).encode()
+    if path.startswith("/tts/"):
+        cartesia = cartesia_error(error.code, error.message)
+        return cartesia.status, json.dumps(cartesia.body, allow_nan=False).encode()
+    if path.startswith("/v1/speak"):
+        deepgram = deepgram_error(error.code, error.message, REQUEST_ID.get() or "")
+        return deepgram.status, json.dumps(deepgram.body, allow_nan=False).encode()
     body = {"error": {"code": error.code, "message": error.message}}
     return STATUS[error.code], json.dumps(body, allow_nan=False).encode()
 

@@ -34,9 +34,9 @@ times in ms from the chunk's start, or from the start of the context's audio wit
 that starts none; then ``{"isFinal": true}``; multi-stream adds ``"contextId"``. Errors are
 ``SessionError``s and ``ErrorOut``s, answered ElevenLabs-shaped, ``{"message": ..., "error":
 ..., "code": 1008}``, and close the socket with that code as ElevenLabs does
-(``errors.socket_error``); only a failed synthesis of one segment is reported without closing. A connection with no client message and no audio for
-``inactivity_timeout`` seconds (20 by default, at most 180) closes with
-``input_timeout_exceeded``.
+(``errors.socket_error``); only a failed synthesis of one segment is reported without closing.
+A connection with no client message and no audio for ``inactivity_timeout`` seconds (20 by
+default, at most 180) closes with ``input_timeout_exceeded``.
 """
 
 from __future__ import annotations

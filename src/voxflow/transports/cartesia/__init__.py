@@ -1,0 +1,1 @@
+"""Cartesia-compatible text-to-speech: ``WS /tts/websocket`` and ``POST /tts/bytes``."""

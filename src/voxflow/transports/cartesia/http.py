@@ -1,0 +1,118 @@
+"""Cartesia-compatible ``POST /tts/bytes``: one transcript's audio, streamed as it is rendered.
+
+The body is Cartesia's (``model_id``, ``transcript``, ``voice``, ``output_format`` with
+container ``raw``, ``wav`` or ``mp3``, ``language``, ``generation_config``, ``speed``,
+``normalization``; ``fields`` reads them). The answer runs on the connection runner
+(``transports.http_response``): a refusal before the audio starts is Cartesia's error object with
+its HTTP status (``errors.http_error``), a failure after it cuts the body. ``pcm_f32le`` is
+converted from the session's 16-bit PCM as it goes out (``samples``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.responses import JSONResponse, Response
+from pydantic import Field
+
+from voxflow.engines.base import VoiceSettings
+from voxflow.session import options
+from voxflow.session.events import AudioOut
+from voxflow.session.services import Services
+from voxflow.session.session import SessionError, StartOptions
+from voxflow.text.normalize import NormalizationMode
+from voxflow.transports.cartesia import fields
+from voxflow.transports.cartesia.errors import http_error
+from voxflow.transports.cartesia.samples import Float32Samples
+from voxflow.transports.http_response import RunnerResponse
+from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
+from voxflow.transports.wire import RequestBody
+
+__all__ = ["BytesBody", "BytesPlan", "TtsBytes", "error_response", "plan", "tts_bytes"]
+
+_CONTEXT = "tts"
+
+
+def error_response(error: SessionError) -> JSONResponse:
+    """``error`` in Cartesia's HTTP shape."""
+    answer = http_error(error.code, error.message)
+    return JSONResponse(answer.body, status_code=answer.status)
+
+
+class BytesBody(RequestBody):
+    """The request body: the strings are typed here; the objects (voice, output_format,
+    generation_config) and every range are ``fields``' and ``voxflow.session.options``' to
+    check. Fields voxflow has no use for are accepted and ignored."""
+
+    transcript: str = Field(min_length=1)
+    model_id: str | None = None  # informational: there is one engine
+    voice: Any = None  # an id, or {"mode": "id", "id": ...}; absent: the default voice
+    output_format: Any = None
+    language: str | None = None  # the voice decides the language
+    locale: str | None = None
+    generation_config: Any = None
+    speed: Any = None
+    normalization: str | None = None
+    pronunciation_dict_id: str | None = None
+    save: bool | None = None  # nothing is stored here
+
+
+@dataclass(frozen=True)
+class BytesPlan:
+    """A checked request: what its one context speaks, and how."""
+
+    text: str
+    voice: str
+    audio: fields.AudioFormat
+    settings: VoiceSettings
+    normalization: NormalizationMode
+
+
+def plan(services: Services, body: BytesBody) -> BytesPlan:
+    """Check a request (no I/O); ``SessionError`` if it is refused."""
+    body = body.checked()
+    audio = fields.audio_format(body.output_format, fields.HTTP_CONTAINERS)
+    voice = fields.resolve_voice(services, body.voice)
+    settings = fields.speed_settings(
+        {"generation_config": body.generation_config, "speed": body.speed, "voice": body.voice}
+    )
+    mode = fields.normalization(body.normalization)
+    options.check_text(body.transcript, services.settings.max_message_chars)
+    return BytesPlan(options.clean_text(body.transcript), voice, audio, settings, mode)
+
+
+class TtsBytes(RequestProtocol):
+    """The audio bytes, in the requested format; refusals in Cartesia's shape."""
+
+    def __init__(self, audio: fields.AudioFormat) -> None:
+        super().__init__(audio.media_type)
+        self._float32 = Float32Samples() if audio.float32 else None
+
+    def audio(self, event: AudioOut) -> Sequence[bytes]:
+        if self._float32 is None:
+            return (event.data,)
+        return (self._float32.convert(event.data),)
+
+    def error(self, code: str, message: str) -> ErrorAnswer:
+        answer = http_error(code, message)
+        return ErrorAnswer.json(answer.status, answer.body)
+
+
+async def tts_bytes(services: Services, body: BytesBody) -> Response:
+    """``POST /tts/bytes``."""
+    try:
+        checked = plan(services, body)
+    except SessionError as error:
+        return error_response(error)
+    driver = services.new_request_driver("cartesia_http")
+    start = StartOptions(
+        voice=checked.voice,
+        output_format=checked.audio.name,
+        settings=checked.settings,
+        normalization=checked.normalization,
+        paced=False,
+    )
+    driver.session.request(_CONTEXT, start, checked.text, driver.now())
+    return RunnerResponse(driver, TtsBytes(checked.audio), services.runner_settings())

@@ -1,0 +1,396 @@
+"""The Cartesia-compatible WebSocket protocol, without I/O (``routes`` runs it).
+
+``WS /tts/websocket`` carries any number of contexts (up to the server's per-connection limit),
+each a session context on the connection's session. This module only translates: text
+buffering, segmenting, scheduling and cancellation are the session core's. The
+``Cartesia-Version`` header (or ``cartesia_version`` query parameter) and the API key are
+accepted whatever they say (``server.security`` checks keys when the server has some).
+
+Client messages (JSON text frames):
+
+* a generation request, ``{"context_id", "transcript", "continue", "model_id", "voice",
+  "output_format", "add_timestamps", "max_buffer_delay_ms", "generation_config", "flush", ...}``.
+  The first one of a context opens it, and its voice, output format, speed and timestamps are
+  the context's (later requests' are not read, as Cartesia locks them per context). Its
+  transcript is appended to the context's text. ``continue`` (false when absent, as Cartesia's)
+  false ends the context: the rest is spoken, then ``done``. ``flush: true`` synthesizes what is
+  buffered and starts a new flush group. ``max_buffer_delay_ms: 0`` flushes after every
+  transcript (the client buffers by itself: Pipecat's and LiveKit's sentence mode); otherwise
+  voxflow's segmenter decides when to start (Cartesia's "managed buffering"), and text still
+  unspoken ``max_buffer_delay_ms`` (3000 by default) after the last transcript is synthesized as
+  it is. A context with no request for ``CONTEXT_IDLE_S`` is ended as if ``continue`` were false;
+* ``{"context_id", "cancel": true}`` stops a context at once: no more of its messages are sent
+  (a context that is not open is ignored: Pipecat cancels on every interruption).
+
+Server messages, each with the ``context_id`` it belongs to: ``chunk`` (``data``: base64 audio,
+``done: false``, ``status_code: 206``, ``step_time``, ``flush_id``), ``timestamps`` (when the
+context asked with ``add_timestamps``: ``word_timestamps`` ``{"words", "start", "end"}`` in
+seconds from the start of the context's audio), ``flush_done`` after a flush group's last audio,
+and ``done`` (``done: true``) after the context's last. A refused request or a failure is
+Cartesia's ``error`` event (``errors.socket_error``; ``context_id`` null for an error of the
+connection, such as a frame that is not JSON); like Cartesia's, its ``done: true`` ends that
+context (an open one is cancelled), and the connection goes on. A connection with no client
+message and no audio for five minutes (Cartesia's idle limit) closes normally.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from voxflow.session.errors import SHUTTING_DOWN
+from voxflow.session.events import (
+    AudioOut,
+    CancelledOut,
+    ClientEvent,
+    CloseOut,
+    DoneOut,
+    ErrorOut,
+    TimestampsOut,
+)
+from voxflow.session.options import check_name, clean_text, finite_number, shown
+from voxflow.session.runner import Close, Reply
+from voxflow.session.services import Services
+from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.text.messages import separate_sentences
+from voxflow.transports.cartesia import fields
+from voxflow.transports.cartesia.errors import socket_error
+from voxflow.transports.cartesia.samples import Float32Samples
+from voxflow.transports.cartesia.words import FlushIds, WordCursor
+from voxflow.transports.wire import decode_object, dump
+
+__all__ = ["INACTIVITY_S", "CartesiaProtocol"]
+
+INACTIVITY_S = 300.0  # Cartesia closes a socket idle for five minutes; Pipecat reconnects
+# Cartesia's default max_buffer_delay_ms: text left unspoken this long after the last transcript
+# is synthesized as it is.
+DEFAULT_BUFFER_DELAY_S = 3.0
+# A context with no request for this long is ended as if ``continue`` were false. LiveKit drops an
+# interrupted stream's context without a cancel or an end; this frees its admission slot.
+CONTEXT_IDLE_S = 60.0
+DEFAULT_CONTEXT = "default"  # a request without a context_id
+NORMAL_CLOSURE = 1000
+POLICY_VIOLATION = 1008
+INTERNAL_ERROR = 1011
+SERVICE_RESTART = 1012
+_PARTIAL = 206  # Cartesia's status_code on every message of a generation under way
+
+
+@dataclass
+class _Context:
+    """One context as the transport sees it."""
+
+    audio: fields.AudioFormat
+    timestamps: bool  # add_timestamps
+    flush_each: bool  # max_buffer_delay_ms 0: every transcript is flushed
+    last_chunk_at: float  # when it opened or sent its last chunk (step_time)
+    last_input: float  # when its last request arrived
+    delay_s: float  # max_buffer_delay_ms, in seconds
+    flush_at: float | None = None  # when its unflushed text is synthesized as it is
+    text: str = ""  # everything sent to it, which word timings index
+    ending: bool = False  # continue false: finishing its audio
+    dead: bool = False  # an error ended it for the client: nothing more of it goes out
+    words: WordCursor = field(default_factory=WordCursor)
+    flushes: FlushIds = field(default_factory=FlushIds)
+    float32: Float32Samples | None = None
+
+
+class CartesiaProtocol:
+    """Protocol state of one connection, without I/O: ``receive`` applies a client frame to the
+    session; ``reply`` turns a session event into frames (see
+    ``voxflow.session.runner.WireProtocol``)."""
+
+    stall_close = Close(POLICY_VIOLATION, "client stopped reading")
+    failure_close = Close(INTERNAL_ERROR, "internal error")
+
+    def __init__(self, session: Session, clock: Callable[[], float], services: Services) -> None:
+        self._session = session
+        self._clock = clock
+        self._services = services
+        # Contexts the session has open, by id (the reader's view).
+        self._open: dict[str, _Context] = {}
+        # Contexts whose terminal event the writer has not handled yet, oldest first per id: a
+        # cancelled id may be reopened before its CancelledOut is handled.
+        self._in_flight: dict[str, deque[_Context]] = {}
+        # Errors of a context that the reader has dealt with already (a refused request or
+        # start), by id: their events must not stop a context reopened under the same id since.
+        self._settled: dict[str, int] = {}
+        self._expired = False
+        self.last_activity = clock()
+
+    # -- client messages -------------------------------------------------------------------------
+
+    def receive(self, frame: str | bytes) -> None:
+        self.last_activity = self._clock()
+        try:
+            if isinstance(frame, bytes):
+                raise SessionError("invalid_message", "binary frames are not accepted")
+            message = decode_object(frame)
+            cid = self._context_id(message)
+        except SessionError as error:
+            self._session.error(None, error.code, error.message, error.retryable)
+            return
+        try:
+            self._apply(cid, message)
+        except SessionError as error:
+            self._refuse(cid, error)
+
+    def peer_gone(self) -> bool:
+        return True
+
+    def deadline(self) -> float | None:
+        """The next of: a context's buffer delay, a context's idle end, and the connection's
+        inactivity close (no message and no audio for ``INACTIVITY_S``)."""
+        if self._expired:
+            return None
+        due = self.last_activity + INACTIVITY_S
+        for context in self._open.values():
+            if not context.ending:
+                due = min(due, context.last_input + CONTEXT_IDLE_S)
+                if context.flush_at is not None:
+                    due = min(due, context.flush_at)
+        return due
+
+    def expire(self) -> None:
+        now = self._clock()
+        for cid, context in list(self._open.items()):
+            if context.ending:
+                continue
+            if context.last_input + CONTEXT_IDLE_S <= now:
+                context.ending = True
+                context.flush_at = None
+                self._session.end(cid, now)
+            elif context.flush_at is not None and context.flush_at <= now:
+                context.flush_at = None
+                self._session.flush(cid, now)
+        if self.last_activity + INACTIVITY_S <= now:
+            self._expired = True
+            self._session.request_close("inactivity timeout")
+
+    def shutdown(self) -> Reply[str]:
+        """An error event for the connection (``shutting_down``), then close 1012."""
+        frame = socket_error(None, "shutting_down", SHUTTING_DOWN)
+        return Reply([dump(frame)], Close(SERVICE_RESTART, "server shutting down"))
+
+    def _context_id(self, message: dict[str, Any]) -> str:
+        cid = message.get("context_id")
+        if cid is None:
+            return DEFAULT_CONTEXT
+        if not isinstance(cid, str) or not cid:
+            raise SessionError("invalid_message", "context_id must be a non-empty string")
+        # Echoed in every message of the context: short and printable, or refused.
+        return check_name(cid, "context_id", "invalid_message")
+
+    def _refuse(self, cid: str, error: SessionError) -> None:
+        """A request of context ``cid`` was refused: the error ends that context, as its
+        ``done: true`` tells the client."""
+        self._drop(cid)
+        self._settle(cid)
+        self._session.error(cid, error.code, error.message, error.retryable)
+
+    def _settle(self, cid: str) -> None:
+        self._settled[cid] = self._settled.get(cid, 0) + 1
+
+    def _drop(self, cid: str) -> None:
+        """Stop the open context ``cid``, if there is one: it is cancelled, and nothing more of
+        it goes out (not even a ``done`` that crosses the cancel)."""
+        context = self._open.pop(cid, None)
+        if context is None:
+            return  # never opened, refused, or stopped already: nothing to stop
+        context.dead = True
+        now = self._clock()
+        self._session.cancel(cid, None, now, now)
+
+    def _apply(self, cid: str, message: dict[str, Any]) -> None:
+        now = self._clock()
+        if message.get("cancel") is True:
+            self._drop(cid)
+            return
+        transcript = message.get("transcript")
+        if transcript is None:
+            transcript = ""
+        if not isinstance(transcript, str):
+            raise SessionError("invalid_message", "transcript must be a string")
+        transcript = clean_text(transcript)  # word timings index the text as the session has it
+        more = _flag(message, "continue")
+        flush = _flag(message, "flush")
+        context = self._open.get(cid)
+        if context is None:
+            context = self._start(cid, message, now)
+            if context is None:
+                return  # refused (a bad option, a full server): the error is on its way
+        context.last_input = now
+        if context.ending:
+            if transcript or flush:
+                raise SessionError(
+                    "context_closing",
+                    f"context {cid!r} has ended (continue was false); wait for its done before "
+                    "reusing the id",
+                )
+            return  # another end of the same context: nothing to do
+        if transcript:
+            # Sentences sent as separate requests with no space between them.
+            transcript = separate_sentences(context.text, transcript)
+            self._session.text(cid, transcript, now)
+            context.text += transcript
+            if context.flush_each:
+                self._session.flush(cid, now)
+            else:
+                context.flush_at = now + context.delay_s
+        if flush:
+            self._session.flush(cid, now)
+            context.flushes.flush(len(context.text))
+            context.flush_at = None
+        if not more:
+            context.ending = True
+            context.flush_at = None
+            self._session.end(cid, now)
+
+    def _start(self, cid: str, message: dict[str, Any], now: float) -> _Context | None:
+        for name in ("model_id", "language"):
+            if not isinstance(message.get(name), str | None):
+                raise SessionError("invalid_message", f"{name} must be a string")
+        audio = fields.audio_format(message.get("output_format"), fields.WS_CONTAINERS)
+        delay = finite_number(message.get("max_buffer_delay_ms"), "max_buffer_delay_ms")
+        if delay is not None and delay < 0:
+            raise SessionError("invalid_message", f"max_buffer_delay_ms must be >= 0, got {delay}")
+        timestamps = _flag(message, "add_timestamps")
+        options = StartOptions(
+            voice=fields.resolve_voice(self._services, message.get("voice")),
+            output_format=audio.name,
+            settings=fields.speed_settings(message),
+        )
+        # Everything that can be refused is checked by now: an opened context is always tracked.
+        if not self._session.start(cid, options, now):
+            self._settle(cid)  # the session refused it, and its error is queued
+            return None
+        context = _Context(
+            audio=audio,
+            timestamps=timestamps,
+            flush_each=delay == 0,
+            last_chunk_at=now,
+            last_input=now,
+            delay_s=DEFAULT_BUFFER_DELAY_S if delay is None else delay / 1000.0,
+            float32=Float32Samples() if audio.float32 else None,
+        )
+        self._open[cid] = context
+        self._in_flight.setdefault(cid, deque()).append(context)
+        return context
+
+    # -- session events --------------------------------------------------------------------------
+
+    def reply(self, event: ClientEvent) -> Reply[str]:
+        if isinstance(event, TimestampsOut):
+            return self._timestamps(event)
+        if isinstance(event, AudioOut):
+            self.last_activity = self._clock()
+            return self._chunk(event)
+        if isinstance(event, DoneOut):
+            return self._done(event)
+        if isinstance(event, CancelledOut):
+            self._finished(event.context_id)
+            return Reply()  # Cartesia sends nothing more for a cancelled context
+        if isinstance(event, CloseOut):
+            return Reply(close=Close(NORMAL_CLOSURE, event.reason))
+        return self._error(event)
+
+    def _current(self, cid: str) -> _Context | None:
+        queue = self._in_flight.get(cid)
+        return queue[0] if queue else None
+
+    def _finished(self, cid: str) -> _Context | None:
+        """The context that a terminal event of ``cid`` ends."""
+        queue = self._in_flight.get(cid)
+        context = queue.popleft() if queue else None
+        if queue is not None and not queue:
+            del self._in_flight[cid]
+        if context is not None and self._open.get(cid) is context:
+            del self._open[cid]
+        return context
+
+    def _timestamps(self, event: TimestampsOut) -> Reply[str]:
+        context = self._current(event.context_id)
+        if context is None or context.dead:
+            return Reply()
+        cid = event.context_id
+        frames = [self._flush_done(cid, n) for n in context.flushes.reached(event.words)]
+        words = context.words.words(event.words, context.text)
+        if context.timestamps and words.words:
+            body = self._message("timestamps", cid)
+            body["flush_id"] = context.flushes.current
+            body["word_timestamps"] = {
+                "words": list(words.words),
+                "start": list(words.start),
+                "end": list(words.end),
+            }
+            frames.append(dump(body))
+        return Reply(frames)
+
+    def _chunk(self, event: AudioOut) -> Reply[str]:
+        context = self._current(event.context_id)
+        if context is None or context.dead:
+            return Reply()
+        data = event.data if context.float32 is None else context.float32.convert(event.data)
+        if not data:
+            return Reply()  # LiveKit takes a chunk without data for the end of the context
+        now = self._clock()
+        body = self._message("chunk", event.context_id)
+        body["data"] = base64.b64encode(data).decode("ascii")
+        body["step_time"] = round(1000.0 * max(0.0, now - context.last_chunk_at), 1)
+        body["flush_id"] = context.flushes.current
+        context.last_chunk_at = now
+        return Reply([dump(body)])
+
+    def _done(self, event: DoneOut) -> Reply[str]:
+        cid = event.context_id
+        context = self._finished(cid)
+        if context is None or context.dead:
+            return Reply()  # its error already told the client it was over
+        frames = [self._flush_done(cid, n) for n in context.flushes.finish()]
+        body = self._message("done", cid)
+        body["done"] = True
+        frames.append(dump(body))
+        return Reply(frames)
+
+    def _error(self, event: ErrorOut) -> Reply[str]:
+        cid = event.context_id
+        if event.code == "unknown_context":
+            # Only contexts open in this protocol's view are ever named to the session, so this
+            # is a stop that crossed the context's end (its done is queued): nothing to report.
+            return Reply()
+        if cid is not None and self._settled.get(cid):
+            self._settled[cid] -= 1
+            if not self._settled[cid]:
+                del self._settled[cid]
+        elif cid is not None:
+            if event.code == "encoding_failed":
+                # The session has dropped that context already: this error is its last event.
+                self._finished(cid)
+            else:
+                # An error of an open context (a failed segment, a full text buffer) ends it,
+                # as its ``done: true`` tells the client.
+                self._drop(cid)
+        return Reply([dump(socket_error(cid, event.code, event.message))])
+
+    def _flush_done(self, cid: str, flush_id: int) -> str:
+        body = self._message("flush_done", cid)
+        body["flush_done"] = True
+        body["flush_id"] = flush_id
+        return dump(body)
+
+    @staticmethod
+    def _message(kind: str, cid: str) -> dict[str, Any]:
+        return {"type": kind, "context_id": cid, "done": False, "status_code": _PARTIAL}
+
+
+def _flag(message: dict[str, Any], name: str) -> bool:
+    """A boolean field; absent or null is false."""
+    value = message.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise SessionError("invalid_message", f"{name} must be true or false, got {shown(value)}")
+    return value

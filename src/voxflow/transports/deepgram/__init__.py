@@ -1,0 +1,1 @@
+"""The Deepgram Aura-compatible endpoints (``/v1/speak``, WebSocket and HTTP)."""

@@ -1,0 +1,120 @@
+"""The Deepgram Aura-compatible endpoints: ``WS /v1/speak`` on the session's runner, and
+``POST /v1/speak`` (``voxflow.transports.deepgram.http``).
+
+A WebSocket whose query string is refused, or that comes while the server is full, starting or
+draining, is refused at the handshake as Deepgram refuses one: an HTTP error status with
+Deepgram's error object as the body and the message in the ``dg-error`` header (through the ASGI
+WebSocket denial response, which voxflow's server supports; a server without it gets a close
+frame with the same code the open socket would get). An accepted one gets ``dg-request-id`` on
+its handshake and the ``Metadata`` message before anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.websockets import WebSocket
+
+from voxflow.session.runner import PeerGone, run_connection
+from voxflow.session.services import Services
+from voxflow.session.session import SessionError
+from voxflow.transports.deepgram import http as deepgram_http
+from voxflow.transports.deepgram.errors import http_error, socket_error
+from voxflow.transports.deepgram.http import SpeakBody, error_response, new_request_id
+from voxflow.transports.deepgram.protocol import DeepgramProtocol, metadata
+from voxflow.transports.deepgram.query import SpeakOptions, parse_speak_query
+from voxflow.transports.websocket import websocket_transport
+
+__all__ = ["mount_deepgram", "serve_deepgram"]
+
+log = logging.getLogger(__name__)
+
+_DENIAL_EXTENSION = "websocket.http.response"
+
+
+def _admit(services: Services, websocket: WebSocket) -> SpeakOptions:
+    """The connection's options, or the ``SessionError`` that refuses it at the handshake."""
+    speech = parse_speak_query(services, websocket.query_params, websocket=True)
+    # Deepgram refuses a connection over its concurrency limit at the handshake (429). A
+    # stream slot is taken by each turn, not the connection; taking one and giving it back
+    # refuses (and counts) a connection that could not speak now, with the usual retry hint.
+    services.admission.acquire()
+    services.admission.release()
+    return speech
+
+
+async def _refuse(websocket: WebSocket, error: SessionError, request_id: str) -> None:
+    answer = http_error(error.code, error.message, request_id)
+    # A header value is Latin-1; the message may quote a client's value in any script.
+    reason = error.message.encode("ascii", "backslashreplace").decode("ascii")
+    headers = {"dg-request-id": request_id, "dg-error": reason}
+    if error.retry_after_ms is not None:
+        headers["retry-after"] = str(max(1, round(error.retry_after_ms / 1000.0)))
+    if _DENIAL_EXTENSION in websocket.scope.get("extensions", {}):
+        response = JSONResponse(answer.body, status_code=answer.status, headers=headers)
+        await websocket.send_denial_response(response)
+        return
+    close_code = socket_error(error.code, error.message).close_code
+    await websocket.close(close_code or 1008, reason[:120])
+
+
+async def serve_deepgram(websocket: WebSocket, services: Services) -> None:
+    request_id = new_request_id()
+    try:
+        speech = _admit(services, websocket)
+    except SessionError as error:
+        await _refuse(websocket, error, request_id)
+        return
+    await websocket.accept(headers=[(b"dg-request-id", request_id.encode("ascii"))])
+    driver = services.new_driver("deepgram_ws")
+    protocol = DeepgramProtocol(
+        driver.session, driver.now, speech, services.session_config().max_buffered_chars
+    )
+    transport = websocket_transport(websocket)
+    try:
+        await transport.send(metadata(request_id, speech))
+    except PeerGone:
+        log.info("the client left before its Metadata went out")
+        await driver.close()
+        return
+    await run_connection(driver, protocol, transport, services.runner_settings())
+
+
+# -- routes ---------------------------------------------------------------------------------------
+
+
+def mount_deepgram(app: FastAPI) -> None:
+    """Add the Deepgram-compatible endpoints to ``app`` (its lifespan sets
+    ``app.state.services``)."""
+
+    def starting() -> SessionError:
+        return SessionError("service_unavailable", "the server is still starting")
+
+    # The body's schema for the API docs, since FastAPI does not read it.
+    body_docs: dict[str, Any] = {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": SpeakBody.model_json_schema()}},
+        }
+    }
+
+    @app.post("/v1/speak", openapi_extra=body_docs)
+    async def speak(request: Request) -> Response:
+        services: Services | None = getattr(request.app.state, "services", None)
+        if services is None:
+            return error_response(starting(), new_request_id())
+        # Read here rather than by FastAPI, so that a body that is not even JSON is answered in
+        # Deepgram's shape too (FastAPI's is a 422 of its own).
+        body = SpeakBody.model_validate(await request.body())
+        return await deepgram_http.speak(services, request.query_params, body)
+
+    @app.websocket("/v1/speak")
+    async def speak_stream(websocket: WebSocket) -> None:
+        services: Services | None = getattr(websocket.app.state, "services", None)
+        if services is None:
+            await _refuse(websocket, starting(), new_request_id())
+            return
+        await serve_deepgram(websocket, services)
