@@ -12,19 +12,29 @@ teardown is bounded. It moves the protocol's parts (``request_protocol``) and no
   no abort: voxflow's server puts the connection's ``abort`` in the scope (``transports.abort``).
   Without it (another server) the answer returns unfinished and the server closes the connection
   once its unsent bytes drain.
+
+``speak_request`` is how every HTTP protocol answers: the request's whole text as one context of
+a request driver, rendered as fast as the workers allow (no playback pacing), answered by the
+protocol's ``RequestProtocol``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from voxflow.session.driver import SessionDriver
 from voxflow.session.runner import Close, PeerGone, RunnerSettings, Transport, run_connection
+from voxflow.session.services import Services
+from voxflow.session.session import StartOptions
 from voxflow.transports.abort import scope_abort
 from voxflow.transports.request_protocol import COMPLETE, Head, HttpPart, RequestProtocol
 
-__all__ = ["RunnerResponse", "http_transport"]
+__all__ = ["RunnerResponse", "http_transport", "speak_request"]
+
+_CONTEXT = "request"  # the one context of a request's driver
 
 
 def http_transport(scope: Scope, receive: Receive, send: Send) -> Transport[bytes, HttpPart]:
@@ -83,3 +93,13 @@ class RunnerResponse(Response):
         await run_connection(self._driver, self._protocol, transport, self._settings)
         if self.background is not None:
             await self.background()
+
+
+def speak_request(
+    services: Services, name: str, start: StartOptions, text: str, protocol: RequestProtocol
+) -> RunnerResponse:
+    """The answer to one HTTP request: ``text`` spoken with ``start`` (unpaced) on a request
+    driver counted as ``name`` in the metrics, in ``protocol``'s shape."""
+    driver = services.new_request_driver(name)
+    driver.session.request(_CONTEXT, replace(start, paced=False), text, driver.now())
+    return RunnerResponse(driver, protocol, services.runner_settings())

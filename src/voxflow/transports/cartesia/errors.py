@@ -11,11 +11,10 @@ has one for the same thing (``NAMES``), else the session's code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from voxflow.transports.http_status import http_status
+from voxflow.transports.http_status import HttpError, http_status
 
 __all__ = [
     "HTTP_STATUS",
@@ -60,12 +59,6 @@ TITLES: Mapping[str, str] = MappingProxyType(
 
 # Cartesia's own statuses, over the shared ones (``transports.http_status``).
 HTTP_STATUS: Mapping[str, int] = MappingProxyType({"unknown_voice": 404})
-
-
-@dataclass(frozen=True)
-class HttpError:
-    status: int
-    body: dict[str, Any]
 
 
 def error_name(code: str) -> str:

@@ -26,13 +26,11 @@ from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import http_error
 from voxflow.transports.cartesia.samples import Float32Samples
-from voxflow.transports.http_response import RunnerResponse
+from voxflow.transports.http_response import speak_request
 from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
 from voxflow.transports.wire import RequestBody
 
 __all__ = ["BytesBody", "BytesPlan", "TtsBytes", "error_response", "plan", "tts_bytes"]
-
-_CONTEXT = "tts"
 
 
 def error_response(error: SessionError) -> JSONResponse:
@@ -106,13 +104,10 @@ async def tts_bytes(services: Services, body: BytesBody) -> Response:
         checked = plan(services, body)
     except SessionError as error:
         return error_response(error)
-    driver = services.new_request_driver("cartesia_http")
     start = StartOptions(
         voice=checked.voice,
         output_format=checked.audio.name,
         settings=checked.settings,
         normalization=checked.normalization,
-        paced=False,
     )
-    driver.session.request(_CONTEXT, start, checked.text, driver.now())
-    return RunnerResponse(driver, TtsBytes(checked.audio), services.runner_settings())
+    return speak_request(services, "cartesia_http", start, checked.text, TtsBytes(checked.audio))

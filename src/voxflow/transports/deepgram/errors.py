@@ -15,12 +15,11 @@ schema, ``warn_msg``/``warn_code`` read by Pipecat and LiveKit).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from voxflow.session.errors import is_server_fault
-from voxflow.transports.http_status import http_status
+from voxflow.transports.http_status import HttpError, SocketError, http_status
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -79,18 +78,6 @@ _SOCKET_CODES: Mapping[str, int] = MappingProxyType(
 
 # Problems the connection survives: reported as a ``Warning`` message, with no close.
 WARNINGS = frozenset({"synthesis_failed"})
-
-
-@dataclass(frozen=True)
-class HttpError:
-    status: int
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class SocketError:
-    frame: dict[str, Any]
-    close_code: int | None  # None: a warning, the connection stays open
 
 
 def error_name(code: str) -> str:

@@ -27,13 +27,11 @@ from voxflow.session.session import SessionError, StartOptions
 from voxflow.transports.deepgram.errors import http_error
 from voxflow.transports.deepgram.protocol import SPEAK_MAX_CHARS, model_uuid
 from voxflow.transports.deepgram.query import SpeakOptions, parse_speak_query
-from voxflow.transports.http_response import RunnerResponse
+from voxflow.transports.http_response import speak_request
 from voxflow.transports.request_protocol import ErrorAnswer, Head, HttpPart, RequestProtocol
 from voxflow.transports.wire import BodyError, RequestBody
 
 __all__ = ["SpeakAudio", "SpeakBody", "error_response", "new_request_id", "speak"]
-
-_CONTEXT = "speak"
 
 
 class SpeakBody(RequestBody):
@@ -114,15 +112,10 @@ async def speak(services: Services, query: Mapping[str, str], body: SpeakBody) -
         text = options.clean_text(text)
     except SessionError as error:
         return error_response(error, request_id)
-    driver = services.new_request_driver("deepgram_http")
     start = StartOptions(
-        voice=speech.voice,
-        output_format=speech.output_format.name,
-        settings=speech.settings,
-        paced=False,
+        voice=speech.voice, output_format=speech.output_format.name, settings=speech.settings
     )
-    driver.session.request(_CONTEXT, start, text, driver.now())
     protocol = SpeakAudio(
         speech.output_format.media_type, request_id, dg_headers(request_id, speech, len(text))
     )
-    return RunnerResponse(driver, protocol, services.runner_settings())
+    return speak_request(services, "deepgram_http", start, text, protocol)

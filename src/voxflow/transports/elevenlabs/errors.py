@@ -9,12 +9,10 @@ ElevenLabs has no name of its own for it (``NAMES`` lists the ones it has).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from voxflow.session.errors import is_server_fault
-from voxflow.transports.http_status import http_status
+from voxflow.transports.http_status import HttpError, SocketError, http_status
 
 __all__ = [
     "HTTP_STATUS",
@@ -67,18 +65,6 @@ SOCKET_CODES: Mapping[str, int] = MappingProxyType(
 # Errors after which the connection goes on: a failed segment is missing from the audio, and the
 # context speaks the next one.
 KEEPS_CONNECTION = frozenset({"synthesis_failed"})
-
-
-@dataclass(frozen=True)
-class HttpError:
-    status: int
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class SocketError:
-    frame: dict[str, Any]
-    close_code: int | None  # None: the connection stays open
 
 
 def error_name(code: str) -> str:

@@ -34,14 +34,13 @@ from voxflow.session.session import SessionError, StartOptions
 from voxflow.text.normalize import NormalizationMode
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
-from voxflow.transports.http_response import RunnerResponse
+from voxflow.transports.http_response import speak_request
 from voxflow.transports.request_protocol import RequestProtocol
 from voxflow.transports.wire import RequestBody
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
 ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
-_CONTEXT = "tts"
 
 
 def error_response(error: SessionError) -> JSONResponse:
@@ -240,16 +239,12 @@ async def text_to_speech(
         checked = plan(services, voice_id, body, output_format)
     except SessionError as error:
         return error_response(error)
-    driver = services.new_request_driver("elevenlabs_http")
-    now = driver.now()
     start = StartOptions(
         voice=checked.voice,
         output_format=checked.output_format.name,
         settings=checked.settings,
         normalization=checked.normalization,
-        paced=False,
     )
-    driver.session.request(_CONTEXT, start, checked.text, now)
     protocol: RequestProtocol
     if not timestamps:
         protocol = TtsAudio(checked.output_format.media_type)
@@ -257,4 +252,4 @@ async def text_to_speech(
         protocol = TtsLines(checked.text)
     else:
         protocol = TtsWhole(checked.text)
-    return RunnerResponse(driver, protocol, services.runner_settings())
+    return speak_request(services, "elevenlabs_http", start, checked.text, protocol)

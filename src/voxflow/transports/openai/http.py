@@ -23,7 +23,7 @@ from voxflow.engines.base import VoiceSettings
 from voxflow.session import options
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError, StartOptions
-from voxflow.transports.http_response import RunnerResponse
+from voxflow.transports.http_response import speak_request
 from voxflow.transports.openai.errors import openai_error
 from voxflow.transports.openai.protocol import SpeechAudio, SpeechEvents
 from voxflow.transports.wire import BodyError, RequestBody
@@ -32,7 +32,6 @@ OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
     "marin", "cedar",
 )  # fmt: skip
-_CONTEXT = "speech"
 
 
 class SpeechRequest(RequestBody):
@@ -95,16 +94,10 @@ async def speech(request: SpeechRequest, services: Services) -> Response:
         checked = plan(request, services)
     except SessionError as error:
         return error_response(error)
-    driver = services.new_request_driver("openai")
-    now = driver.now()
     start = StartOptions(
-        voice=checked.voice,
-        output_format=checked.output_format.name,
-        settings=checked.settings,
-        paced=False,
+        voice=checked.voice, output_format=checked.output_format.name, settings=checked.settings
     )
-    driver.session.request(_CONTEXT, start, checked.text, now)
     protocol = (
         SpeechEvents(checked.text) if checked.sse else SpeechAudio(checked.output_format.media_type)
     )
-    return RunnerResponse(driver, protocol, services.runner_settings())
+    return speak_request(services, "openai", start, checked.text, protocol)
