@@ -27,8 +27,8 @@ serve: install
 	$(BIN)/voxflow serve --host $(HOST) --port $(PORT)
 
 lint: install-dev
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests frameworks
+	$(BIN)/ruff format --check src tests frameworks
 
 typecheck: install-dev
 	$(BIN)/mypy
@@ -91,3 +91,28 @@ peer: install $(PEER_VENV)/.installed
 
 clean:
 	rm -rf $(VENV) $(PEER_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# The framework suite (frameworks/): Pipecat, LiveKit Agents and the official client SDKs drive
+# a voxflow server as an agent does. They live in their own venv, so their pins never
+# constrain voxflow's; frameworks/conftest.py starts the server from $(VENV) (VOXFLOW_BIN).
+# test-frameworks: the known-good pins of frameworks/requirements.txt; test-frameworks-latest:
+# the same packages unpinned, upgraded to whatever PyPI has on every run.
+FW_VENV := .venv-frameworks
+FW_LATEST_VENV := .venv-frameworks-latest
+
+.PHONY: test-frameworks test-frameworks-latest
+
+$(FW_VENV)/.installed: frameworks/requirements.txt
+	$(PYTHON) -m venv $(FW_VENV)
+	$(FW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(FW_VENV)/bin/python -m pip install --quiet -r frameworks/requirements.txt
+	touch $@
+
+test-frameworks: install $(FW_VENV)/.installed
+	VOXFLOW_BIN=$(CURDIR)/$(BIN)/voxflow $(FW_VENV)/bin/pytest -q frameworks
+
+test-frameworks-latest: install
+	[ -x $(FW_LATEST_VENV)/bin/python ] || $(PYTHON) -m venv $(FW_LATEST_VENV)
+	$(FW_LATEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(FW_LATEST_VENV)/bin/python -m pip install --quiet --upgrade -r frameworks/requirements-latest.txt
+	VOXFLOW_BIN=$(CURDIR)/$(BIN)/voxflow $(FW_LATEST_VENV)/bin/pytest -q frameworks

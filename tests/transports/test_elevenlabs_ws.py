@@ -233,7 +233,7 @@ def test_sentences_sent_without_spaces_are_spoken_as_sentences(multi: ClientConn
         if message.get("alignment"):
             chars += "".join(message["alignment"]["chars"])
     # A space where a sentence ended and the next began; "3." + "50" is a number and stays one.
-    assert chars == " Sure thing! The table is booked. See you at 3.50 or later?"
+    assert chars == " Sure thing! The table is booked. See you at 3.50 or later? "
 
 
 def _context_starts_ms(ws: ClientConnection, cid: str) -> tuple[list[int], float]:

@@ -15,7 +15,8 @@ Client messages (JSON text frames):
   segmenter already cuts as early as the schedule allows, so ``try_trigger_generation`` changes
   nothing); ``"flush": true`` then synthesizes everything buffered. A message that starts a
   sentence right after one that ended one, with no space between (Pipecat sends one sentence a
-  message), gets a space in front (``voxflow.text.messages``), which the alignment then shows;
+  message), gets a space in front (``voxflow.text.messages``), which the alignment then shows,
+  as it shows the space that ends every context's alignment;
 * stream-input: ``{"text": ""}`` ends the input: the rest is spoken, ``{"isFinal": true}`` follows
   the last audio and the socket closes;
 * multi-stream: ``{"text": "", "context_id": "x"}`` only keeps the connection alive;
@@ -348,10 +349,13 @@ class ElevenLabsProtocol:
             del self._in_flight[cid]
         if context is not None:
             if isinstance(event, DoneOut):
-                rest = context.aligner.finish(context.text)
+                # Characters after the last word (trailing spaces): sent without audio so the
+                # client's text is complete before isFinal. It ends with a space, as
+                # ElevenLabs' alignments do: a client that closes a word at a space (Pipecat)
+                # would otherwise leave the last word of a reply sent without one untimed.
+                text = context.text if context.text[-1:].isspace() else context.text + " "
+                rest = context.aligner.finish(text)
                 if rest.chars:
-                    # Characters after the last word (trailing spaces): sent without audio so
-                    # the client's text is complete before isFinal.
                     frames.append(self._audio(cid, b"", rest))
             if self._open.get(cid) is context:
                 del self._open[cid]
