@@ -15,6 +15,7 @@ from elevenlabs.client import ElevenLabs
 from elevenlabs.core.api_error import ApiError
 from elevenlabs.types import GetVoicesResponse, Voice
 
+from tests.pcm import assert_same_pcm
 from voxflow.engines.base import FloatArray, Utterance
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
@@ -103,14 +104,18 @@ def test_speed_and_format_apply(client: ElevenLabs) -> None:
 
 
 def test_seed_makes_audio_reproducible(client: ElevenLabs) -> None:
-    def say() -> bytes:
+    def say(seed: int) -> bytes:
         return b"".join(
             client.text_to_speech.convert(
-                voice_id="joe", text="Same words, same seed.", output_format="pcm_16000", seed=42
+                voice_id="joe", text="Same words, same seed.", output_format="pcm_16000", seed=seed
             )
         )
 
-    assert say() == say()
+    first = say(42)
+    assert_same_pcm(first, say(42))
+    # Another seed is other audio: the comparison is not blind to what the seed changes.
+    with pytest.raises(AssertionError):
+        assert_same_pcm(first, say(43))
 
 
 def test_stream_with_timestamps_aligns_every_character(client: ElevenLabs) -> None:
