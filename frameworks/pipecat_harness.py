@@ -19,6 +19,7 @@ from pipecat.frames.frames import (
     EndFrame,
     ErrorFrame,
     Frame,
+    InterruptionFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
     LLMTextFrame,
@@ -45,6 +46,10 @@ class Turn:
     first_audio_at: float | None = None
     audio_after_interruption: int = 0
     interrupted_at: float | None = None
+    # The interruption reached the end of the pipeline: Pipecat drops the audio frames queued
+    # before it, so audio after it was made after the TTS service handled the barge-in. (Audio
+    # already on its way when the user spoke reaches the sink before it, and is not late.)
+    interruption_passed: bool = False
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -89,9 +94,11 @@ class _Sink(FrameProcessor):
             if isinstance(frame, TTSAudioRawFrame) and frame.audio:
                 if turn.first_audio_at is None:
                     turn.first_audio_at = time.monotonic()
-                if turn.interrupted_at is not None:
+                if turn.interruption_passed:
                     turn.audio_after_interruption += len(frame.audio)
                 turn.audio.append(frame.audio)
+            elif isinstance(frame, InterruptionFrame) and turn.interrupted_at is not None:
+                turn.interruption_passed = True
             elif isinstance(frame, TTSTextFrame):
                 turn.words.append((frame.text, float(frame.pts or 0) / 1e9))
             elif isinstance(frame, TTSStoppedFrame):
