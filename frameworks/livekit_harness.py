@@ -151,3 +151,95 @@ async def check_turn(
     if aligned:
         with c.check(f"{scenario}: aligned transcript"):
             checks.assert_word_timings(turn.words, turn.text, scenario)
+
+
+# --- the scenarios every LiveKit plugin runs (each test file names its plugin) ------------
+
+
+def _end(c: checks.Checks, logs: checks.LogCapture, framework: str) -> None:
+    with c.check("logs"):
+        logs.assert_clean(framework)
+    c.done()
+
+
+async def scenario_reply_then_next_turn(
+    tts: lk_tts.TTS, base_url: str, logs: checks.LogCapture, framework: str, *, aligned: bool
+) -> None:
+    """A reply streamed as LLM tokens, then the next stream on the same TTS (its pooled
+    connection)."""
+    c = checks.Checks(framework)
+    first = await reply(tts, checks.REPLY).finish()
+    await check_turn(base_url, first, c, framework, "reply", aligned=aligned)
+    second = await reply(tts, checks.NEXT_REPLY).finish()
+    await check_turn(base_url, second, c, framework, "next turn", aligned=aligned)
+    _end(c, logs, framework)
+
+
+async def scenario_barge_in(
+    tts: lk_tts.TTS,
+    base_url: str,
+    logs: checks.LogCapture,
+    framework: str,
+    when: str,
+    *,
+    aligned: bool,
+    silent: frozenset[str] = frozenset(),
+    socket_closed_by_next_stream: bool = False,
+) -> None:
+    """The agent closes a stream mid-reply or after its end_input, while its audio still
+    comes: no audio of it reaches the agent after that, and the server stops rendering,
+    except where the plugin sends the server nothing at that point (``when`` in ``silent``):
+    the server cannot tell a barge-in from a listener still listening, so what it still did
+    goes to the summary's notes. ``socket_closed_by_next_stream``: the plugin's pool closes
+    the interrupted stream's socket when the next stream starts, and the rendering must stop
+    then."""
+    c = checks.Checks(f"{framework} barge-in {when}")
+    await checks.wait_server_idle(base_url)
+    if when == "mid-reply":
+        speaking = reply_cut_at(tts, checks.LONG_REPLY, checks.LONG_REPLY.index("The ride"))
+        await speaking.sent()
+    else:
+        speaking = reply(tts, checks.VERY_LONG_REPLY, interval_s=checks.FAST_TOKEN_INTERVAL_S)
+        await speaking.sent()
+        await asyncio.sleep(0.3)
+        with c.check("audio still coming at the barge-in"):
+            assert not speaking.turn.done.is_set(), "the reply's audio had all come already"
+    await speaking.wait_audio()
+    await speaking.barge_in()
+    with c.check("first audio"):
+        checks.record_first_audio(framework, f"barge-in {when}", speaking.turn.first_audio_s)
+    with c.check("no audio reaches the agent after the barge-in"):
+        assert speaking.turn.audio_after_close == 0, speaking.turn.audio_after_close
+    if when in silent:
+        before = await checks.metrics(base_url)
+        try:
+            await checks.assert_rendering_stops(base_url, f"barge-in {when}")
+            checks.NOTES.append(f"{framework} barge-in {when}: the server stopped rendering")
+        except AssertionError as e:
+            after = await checks.metrics(base_url)
+            cpu = after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]
+            checks.NOTES.append(
+                f"{framework} barge-in {when} (no message reaches the server): {e}; "
+                f"server CPU in that time {cpu:.2f} s"
+            )
+    else:
+        with c.check("server stops rendering"):
+            await checks.assert_rendering_stops(base_url, f"barge-in {when}")
+    after_turn = await reply(tts, checks.REPLY).finish()
+    await check_turn(base_url, after_turn, c, framework, f"after barge-in {when}", aligned=aligned)
+    if socket_closed_by_next_stream:
+        with c.check("server stops once the plugin closes the interrupted reply's socket"):
+            await checks.assert_rendering_stops(base_url, f"barge-in {when}, socket closed")
+    _end(c, logs, framework)
+
+
+async def scenario_idle_pause(
+    tts: lk_tts.TTS, base_url: str, logs: checks.LogCapture, framework: str, *, aligned: bool
+) -> None:
+    """A reply, 3 s of silence, then another reply on the same TTS."""
+    c = checks.Checks(f"{framework} idle pause")
+    await reply(tts, checks.NEXT_REPLY).finish()
+    await asyncio.sleep(3.0)
+    turn = await reply(tts, checks.REPLY).finish()
+    await check_turn(base_url, turn, c, framework, "after idle pause", aligned=aligned)
+    _end(c, logs, framework)

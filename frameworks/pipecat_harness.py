@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import voxflow_checks as checks
@@ -209,3 +210,90 @@ async def check_turn(
     if words:
         with c.check(f"{scenario}: word timestamps"):
             checks.assert_word_timings(turn.words, turn.text, scenario)
+
+
+# --- the scenarios every Pipecat service runs (each test file names its service) -----------
+
+TtsFactory = Callable[[], TTSService]
+
+
+def _end(c: checks.Checks, agent: PipecatAgent, logs: checks.LogCapture, framework: str) -> None:
+    with c.check("errors"):
+        assert not agent.errors, agent.errors
+    with c.check("logs"):
+        logs.assert_clean(framework)
+    c.done()
+
+
+async def scenario_reply_then_next_turn(
+    make_tts: TtsFactory, base_url: str, logs: checks.LogCapture, framework: str, *, words: bool
+) -> None:
+    """A reply streamed as LLM tokens, then the next turn on the same service."""
+    c = checks.Checks(framework)
+    async with PipecatAgent(make_tts()) as agent:
+        first = await agent.finish(await agent.reply(checks.REPLY))
+        await check_turn(base_url, first, c, framework, "reply", words=words)
+        second = await agent.finish(await agent.reply(checks.NEXT_REPLY))
+        await check_turn(base_url, second, c, framework, "next turn", words=words)
+    _end(c, agent, logs, framework)
+
+
+async def scenario_barge_in(
+    make_tts: TtsFactory,
+    base_url: str,
+    logs: checks.LogCapture,
+    framework: str,
+    when: str,
+    *,
+    words: bool,
+) -> None:
+    """The user barges in mid-reply (the LLM still streaming) or after the whole reply was
+    sent and ended (its audio still coming): the server stops rendering, no audio of it
+    reaches the agent after that, and the same service speaks the next reply whole."""
+    c = checks.Checks(f"{framework} barge-in {when}")
+    await checks.wait_server_idle(base_url)
+    async with PipecatAgent(make_tts()) as agent:
+        if when == "mid-reply":
+            cut = checks.LONG_REPLY.index("The ride")
+            turn = await agent.reply(checks.LONG_REPLY, interrupt_after_chars=cut)
+        else:
+            turn = await agent.reply(
+                checks.VERY_LONG_REPLY, interval_s=checks.FAST_TOKEN_INTERVAL_S
+            )
+            await asyncio.sleep(0.3)
+            with c.check("audio still coming at the barge-in"):
+                assert not turn.ended.is_set(), "the reply's audio had all come already"
+            await agent.interrupt(turn)
+        with c.check("first audio"):
+            checks.record_first_audio(framework, f"barge-in {when}", turn.first_audio_s)
+        with c.check("server stops rendering"):
+            await checks.assert_rendering_stops(base_url, f"barge-in {when}")
+        with c.check("no audio reaches the agent after the barge-in"):
+            assert turn.audio_after_interruption == 0, turn.audio_after_interruption
+        after = await agent.finish(await agent.reply(checks.REPLY))
+        await check_turn(base_url, after, c, framework, f"after barge-in {when}", words=words)
+    _end(c, agent, logs, framework)
+
+
+async def scenario_idle_pause(
+    make_tts: TtsFactory, base_url: str, logs: checks.LogCapture, framework: str, *, words: bool
+) -> None:
+    """A reply, 3 s of silence on the connection, then another reply."""
+    c = checks.Checks(f"{framework} idle pause")
+    async with PipecatAgent(make_tts()) as agent:
+        await agent.finish(await agent.reply(checks.NEXT_REPLY))
+        await asyncio.sleep(3.0)
+        turn = await agent.finish(await agent.reply(checks.REPLY))
+        await check_turn(base_url, turn, c, framework, "after idle pause", words=words)
+    _end(c, agent, logs, framework)
+
+
+async def scenario_one_reply(
+    tts: TTSService, base_url: str, logs: checks.LogCapture, framework: str
+) -> None:
+    """One reply through a service (the HTTP ones: a request per sentence)."""
+    c = checks.Checks(framework)
+    async with PipecatAgent(tts) as agent:
+        turn = await agent.finish(await agent.reply(checks.REPLY))
+        await check_turn(base_url, turn, c, framework, "reply", words=False)
+    _end(c, agent, logs, framework)

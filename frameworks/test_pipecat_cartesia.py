@@ -16,13 +16,15 @@ reply's end the same with `"transcript": ""` and `"continue": false`; on a barge
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 import pytest
-import voxflow_checks as checks
 from pipecat.services.cartesia.tts import CartesiaHttpTTSService, CartesiaTTSService
-from pipecat_harness import PipecatAgent, check_turn
+from pipecat_harness import (
+    scenario_barge_in,
+    scenario_idle_pause,
+    scenario_one_reply,
+    scenario_reply_then_next_turn,
+)
 
 FRAMEWORK = "pipecat cartesia"
 FRAMEWORK_HTTP = "pipecat cartesia http"
@@ -39,68 +41,22 @@ def make_tts(voxflow) -> CartesiaTTSService:  # type: ignore[no-untyped-def]
 
 
 async def test_reply_then_next_turn(voxflow, logs) -> None:  # type: ignore[no-untyped-def]
-    c = checks.Checks(FRAMEWORK)
-    async with PipecatAgent(make_tts(voxflow)) as agent:
-        first = await agent.finish(await agent.reply(checks.REPLY))
-        await check_turn(voxflow.http_url, first, c, FRAMEWORK, "reply", words=True)
-        second = await agent.finish(await agent.reply(checks.NEXT_REPLY))
-        await check_turn(voxflow.http_url, second, c, FRAMEWORK, "next turn", words=True)
-    with c.check("errors"):
-        assert not agent.errors, agent.errors
-    with c.check("logs"):
-        logs.assert_clean(FRAMEWORK)
-    c.done()
+    await scenario_reply_then_next_turn(
+        lambda: make_tts(voxflow), voxflow.http_url, logs, FRAMEWORK, words=True
+    )
 
 
 @pytest.mark.parametrize("when", ["mid-reply", "after-flush"])
 async def test_barge_in(voxflow, logs, when: str) -> None:  # type: ignore[no-untyped-def]
-    c = checks.Checks(f"{FRAMEWORK} barge-in {when}")
-    await checks.wait_server_idle(voxflow.http_url)
-    async with PipecatAgent(make_tts(voxflow)) as agent:
-        if when == "mid-reply":
-            # Two sentences sent, audio playing, the LLM still streaming.
-            cut = checks.LONG_REPLY.index("The ride")
-            turn = await agent.reply(checks.LONG_REPLY, interrupt_after_chars=cut)
-        else:
-            # The whole reply sent and its context ended (`continue: false`); its audio
-            # still coming.
-            turn = await agent.reply(
-                checks.VERY_LONG_REPLY, interval_s=checks.FAST_TOKEN_INTERVAL_S
-            )
-            await asyncio.sleep(0.3)
-            with c.check("audio still coming at the barge-in"):
-                assert not turn.ended.is_set(), "the reply's audio had all come already"
-            await agent.interrupt(turn)
-        with c.check("first audio"):
-            checks.record_first_audio(FRAMEWORK, f"barge-in {when}", turn.first_audio_s)
-        with c.check("server stops rendering"):
-            await checks.assert_rendering_stops(voxflow.http_url, f"barge-in {when}")
-        with c.check("no audio reaches the agent after the barge-in"):
-            assert turn.audio_after_interruption == 0, turn.audio_after_interruption
-        # The same service speaks the next reply whole.
-        after = await agent.finish(await agent.reply(checks.REPLY))
-        await check_turn(
-            voxflow.http_url, after, c, FRAMEWORK, f"after barge-in {when}", words=True
-        )
-    with c.check("errors"):
-        assert not agent.errors, agent.errors
-    with c.check("logs"):
-        logs.assert_clean(FRAMEWORK)
-    c.done()
+    await scenario_barge_in(
+        lambda: make_tts(voxflow), voxflow.http_url, logs, FRAMEWORK, when, words=True
+    )
 
 
 async def test_idle_pause_between_turns(voxflow, logs) -> None:  # type: ignore[no-untyped-def]
-    c = checks.Checks(f"{FRAMEWORK} idle pause")
-    async with PipecatAgent(make_tts(voxflow)) as agent:
-        await agent.finish(await agent.reply(checks.NEXT_REPLY))
-        await asyncio.sleep(3.0)
-        turn = await agent.finish(await agent.reply(checks.REPLY))
-        await check_turn(voxflow.http_url, turn, c, FRAMEWORK, "after idle pause", words=True)
-    with c.check("errors"):
-        assert not agent.errors, agent.errors
-    with c.check("logs"):
-        logs.assert_clean(FRAMEWORK)
-    c.done()
+    await scenario_idle_pause(
+        lambda: make_tts(voxflow), voxflow.http_url, logs, FRAMEWORK, words=True
+    )
 
 
 @pytest.fixture
@@ -112,18 +68,10 @@ async def aiohttp_session():  # type: ignore[no-untyped-def]
 
 
 async def test_http_reply(voxflow, logs, aiohttp_session) -> None:  # type: ignore[no-untyped-def]
-    c = checks.Checks(FRAMEWORK_HTTP)
     tts = CartesiaHttpTTSService(
         api_key="unused",
         base_url=voxflow.http_url,
         aiohttp_session=aiohttp_session,
         settings=CartesiaHttpTTSService.Settings(voice=VOICE),
     )
-    async with PipecatAgent(tts) as agent:
-        turn = await agent.finish(await agent.reply(checks.REPLY))
-        await check_turn(voxflow.http_url, turn, c, FRAMEWORK_HTTP, "reply", words=False)
-    with c.check("errors"):
-        assert not agent.errors, agent.errors
-    with c.check("logs"):
-        logs.assert_clean(FRAMEWORK_HTTP)
-    c.done()
+    await scenario_one_reply(tts, voxflow.http_url, logs, FRAMEWORK_HTTP)
