@@ -18,6 +18,7 @@ from voxflow.session.events import AudioOut, ClientEvent, DoneOut, SubmitSegment
 from voxflow.session.local import LocalRunner
 from voxflow.session.session import Session, SessionConfig, StartOptions
 from voxflow.text.buffer import ChunkingConfig
+from voxflow.text.chunking import AUTO_MODE_LOOKAHEAD_S, DEFAULT_LOOKAHEAD_S
 
 SENTENCE = (
     "I can definitely help you reschedule your appointment to next Tuesday afternoon if that "
@@ -129,19 +130,23 @@ def test_streamed_tokens_are_heard_once_in_order(scheduler: Scheduler) -> None:
     _check_timeline(runner.events, REPLY)
 
 
+@pytest.mark.parametrize(
+    ("auto_mode", "lookahead_s"), [(False, DEFAULT_LOOKAHEAD_S), (True, AUTO_MODE_LOOKAHEAD_S)]
+)
 def test_a_sentence_that_ends_the_buffer_is_spoken_after_the_lookahead(
-    scheduler: Scheduler,
+    scheduler: Scheduler, auto_mode: bool, lookahead_s: float
 ) -> None:
-    runner = _runner(scheduler, auto_mode=True)
+    runner = _runner(scheduler, auto_mode=auto_mode)
     _start(runner)
     runner.session.text("a", "How can I help?", runner.now())
     sent = time.monotonic()
     out: list[ClientEvent] = []
     while not any(isinstance(e, AudioOut) for e in out):
         assert time.monotonic() - sent < 30
-        out += runner.step(0.05)
-    # No flush and no further text: the look-ahead released it (its default is 150 ms).
-    assert time.monotonic() - sent >= 0.15
+        out += runner.step(0.01)
+    # No flush and no further text: the look-ahead released it, and not before its time
+    # (150 ms; in auto mode, where the client sends whole sentences, 20 ms).
+    assert time.monotonic() - sent >= lookahead_s
     assert [w[0] for w in _words(out)][:1] == ["How"]
     runner.close()
 

@@ -23,7 +23,7 @@ def test_a_finished_sentence_is_spoken_without_a_flush_in_auto_mode(server_url: 
     with connect(_url(server_url, "output_format=pcm_16000&auto_mode=true"), max_size=None) as ws:
         _send(ws, text=" ")  # the context's init message
         _send(ws, text="How can I help?")
-        # Nothing more is sent: the look-ahead (150 ms) confirms the sentence end by itself.
+        # Nothing more is sent: the look-ahead (20 ms in auto mode) confirms the sentence end.
         audio = b""
         while not audio:
             reply = json.loads(ws.recv(timeout=10))
