@@ -71,8 +71,15 @@ def _piper_sentences(
 ) -> list[list[str]]:
     from piper.phonemize_espeak import EspeakPhonemizer  # noqa: PLC0415
 
+    # piper's constructor re-runs espeak-ng's initialisation. Re-initialising it hundreds of
+    # times in one process now and then gave a French reply without its stress marks (1 clean-
+    # clone run in 10), as if espeak-ng read memory its re-initialisation had freed. voxflow
+    # initialises it once; piper's ``phonemize`` keeps no state of its own, so it runs here on
+    # the espeak-ng that voxflow loaded, without its constructor.
+    espeak_sentences(voice, "")  # loads espeak-ng, once per process
+    piper = EspeakPhonemizer.__new__(EspeakPhonemizer)
     with _ESPEAK.lock:  # piper's own call sets the voice: ours must know it changed
-        sentences: list[list[str]] = EspeakPhonemizer().phonemize(voice, text, clusters)
+        sentences: list[list[str]] = piper.phonemize(voice, text, clusters)
         _ESPEAK.forget_voice()
     return sentences
 
