@@ -130,7 +130,10 @@ def limit_overrides(args: argparse.Namespace) -> dict[str, object]:
 def serve(args: argparse.Namespace) -> int:
     """``voxflow serve``."""
     # The server stack is imported only when serving: it doubles the start-up time of the CLI.
-    from voxflow.runtime.memory import limit_malloc_arenas  # noqa: PLC0415
+    from voxflow.runtime.memory import (  # noqa: PLC0415
+        freeze_startup_objects,
+        limit_malloc_arenas,
+    )
     from voxflow.server.app import create_app  # noqa: PLC0415
     from voxflow.server.draining import DrainingServer  # noqa: PLC0415
     from voxflow.server.limits import raise_open_file_limit  # noqa: PLC0415
@@ -172,5 +175,12 @@ def serve(args: argparse.Namespace) -> int:
         # connection has had its last words; this only bounds what uvicorn waits for after that.
         timeout_graceful_shutdown=2,
     )
-    DrainingServer(config, lambda: getattr(app.state, "drain", None), settings.drain_s).run()
+    DrainingServer(
+        config,
+        lambda: getattr(app.state, "drain", None),
+        settings.drain_s,
+        # What start-up made lives as long as the process: out of the garbage collector's walks,
+        # which would otherwise stall the event loop for up to 90 ms in a burst of connections.
+        on_started=freeze_startup_objects,
+    ).run()
     return 0

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,6 +17,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from tests.e2e.serve_process import serve_process
+
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
     "in the distance, prepares for a long evening of music that nobody will forget. "
@@ -26,17 +26,9 @@ LONG = (
 DRAIN_S = 2.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    port = _free_port()
     env = {
-        **os.environ,
         "VOXFLOW_DRAIN_S": str(DRAIN_S),
         # Render far ahead, and never close a stalled client by itself: the stuck client below
         # keeps a send blocked until the drain cuts it off.
@@ -45,29 +37,8 @@ def server() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
         # Room for every stream below at once (the default cap is 1 per synthesis worker).
         "VOXFLOW_MAX_STREAMS": "16",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "voxflow.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("voxflow serve did not start")
-            time.sleep(0.1)
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(30)
+    with serve_process(env) as served:
+        yield served
 
 
 def _speak(ws: ClientConnection) -> None:

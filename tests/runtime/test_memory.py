@@ -7,6 +7,7 @@ import gc
 import os
 import platform
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,11 @@ import pytest
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime.memory import free_memory_trimmer, limit_malloc_arenas
+from voxflow.runtime.memory import (
+    free_memory_trimmer,
+    freeze_startup_objects,
+    limit_malloc_arenas,
+)
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.events import DoneOut, SubmitSegment
 from voxflow.session.local import LocalRunner
@@ -99,3 +104,22 @@ def test_trim_soon_returns_freed_memory_once_the_workers_are_idle(engine: PiperE
         assert len(trims) == 1
     finally:
         scheduler.shutdown()
+
+
+def test_freezing_collects_the_garbage_first_and_freezes_what_lives() -> None:
+    class Node:
+        other: object = None
+
+    garbage = Node()
+    garbage.other = garbage  # a cycle: only the collector frees it
+    gone = weakref.ref(garbage)
+    del garbage
+    kept = Node()
+    try:
+        frozen = freeze_startup_objects()
+        assert gone() is None  # collected, not frozen for the life of the process
+        assert frozen == gc.get_freeze_count() > 0
+        assert not any(o is kept for o in gc.get_objects())  # out of the collector's walks
+    finally:
+        gc.unfreeze()
+    assert any(o is kept for o in gc.get_objects())

@@ -35,13 +35,26 @@ Drain = Callable[[float], Awaitable[None]]
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, drain: Callable[[], Drain | None], drain_s: float):
-        """``drain()`` gives the app's drain once it has started (None before)."""
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        drain: Callable[[], Drain | None],
+        drain_s: float,
+        on_started: Callable[[], object] | None = None,
+    ):
+        """``drain()`` gives the app's drain once it has started (None before); ``on_started``
+        runs once the app has started and the server listens."""
         super().__init__(config)
         self._drain = drain
         self._drain_s = drain_s
+        self._on_started = on_started
         self._loop: asyncio.AbstractEventLoop | None = None
         self._draining: asyncio.Task[None] | None = None
+
+    async def startup(self, sockets: list[socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self._on_started is not None and not self.should_exit:
+            self._on_started()
 
     async def serve(self, sockets: Sequence[socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()

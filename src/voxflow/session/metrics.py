@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import os
 import threading
@@ -129,6 +130,12 @@ class ServerMetrics:
             registry=self.registry,
         )
         self.loop_tasks.set_function(_loop_tasks)
+        self.gc_frozen = Gauge(
+            "voxflow_gc_frozen_objects",
+            "Objects kept out of the garbage collector's walks (what the server made at start-up)",
+            registry=self.registry,
+        )
+        self.gc_frozen.set_function(lambda: float(gc.get_freeze_count()))
         self.rejected = Counter(
             "voxflow_rejected",
             "Requests and contexts refused before any work, by reason",
