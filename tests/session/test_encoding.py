@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -218,3 +220,22 @@ def test_the_encoder_pool_starts_its_threads_at_once_and_stops_them() -> None:
     assert threading.active_count() == before
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit(lambda: None)
+
+
+def test_an_idle_pool_thread_keeps_nothing_of_its_last_job() -> None:
+    # A slow reader's last chunks (hundreds of kilobytes of audio) stayed alive in the idle
+    # threads' frames until the next job came (docs/reliability.md, the slow readers).
+    class Chunk:
+        pass
+
+    pool = EncoderPool(1, name="test-pool")
+    try:
+        future = pool.submit(Chunk)
+        made = weakref.ref(future.result(10))
+        del future
+        deadline = time.monotonic() + 10
+        while made() is not None and time.monotonic() < deadline:
+            time.sleep(0.01)  # the thread drops its last job once it is back waiting for work
+        assert made() is None
+    finally:
+        pool.shutdown(wait=True)

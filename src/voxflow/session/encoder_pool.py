@@ -62,12 +62,18 @@ class EncoderPool(Executor):
 
     def _run(self) -> None:
         while (item := self._work.get()) is not None:
-            future, call = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = call()
-            except BaseException as error:  # handed to the waiter, which decides
-                future.set_exception(error)
-            else:
-                future.set_result(result)
+            _finish(*item)
+            # An idle thread must not keep its last job, nor the audio it made, alive until the
+            # next job comes: a frame's locals live as long as the frame.
+            del item
+
+
+def _finish(future: Future[Any], call: Callable[[], Any]) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        result = call()
+    except BaseException as error:  # handed to the waiter, which decides
+        future.set_exception(error)
+    else:
+        future.set_result(result)
