@@ -8,8 +8,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import IO
 
 from tests.conftest import free_port
 
@@ -17,14 +18,19 @@ __all__ = ["serve_process"]
 
 
 @contextmanager
-def serve_process(env: Mapping[str, str]) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """A ready ``voxflow serve`` with ``env`` added to this process's environment; its port."""
+def serve_process(
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+    stderr: IO[bytes] | int = subprocess.DEVNULL,
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """A ready ``voxflow serve --port N *args`` with ``env`` added to this process's
+    environment, its log going to ``stderr``; the process and its port."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "voxflow.cli", "serve", "--port", str(port)],
-        env={**os.environ, **env},
+        [sys.executable, "-m", "voxflow.cli", "serve", "--port", str(port), *args],
+        env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
     )
     try:
         deadline = time.monotonic() + 120

@@ -9,8 +9,6 @@ import io
 import json
 import logging
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from tests.conftest import free_port
+from tests.e2e.serve_process import serve_process
 from voxflow.cli import build_parser
 from voxflow.config import ServerSettings
 from voxflow.serve_command import access_overrides
@@ -246,34 +245,18 @@ def test_serve_flags_and_variables_set_the_log_settings() -> None:
 
 
 def test_voxflow_serve_logs_json_without_the_key(tmp_path: Path) -> None:
-    port = free_port()
     stderr_path = tmp_path / "stderr.log"
-    command = [sys.executable, "-m", "voxflow.cli", "serve", "--port", str(port)]
-    command += ["--workers", "1", "--api-key", KEY, "--log-format", "json"]
-    with stderr_path.open("wb") as stderr:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            with httpx.Client(base_url=url, timeout=60) as http:
-                deadline = time.monotonic() + 120
-                while True:
-                    with contextlib.suppress(httpx.TransportError):
-                        if http.get("/readyz").status_code == 200:
-                            break
-                    assert process.poll() is None and time.monotonic() < deadline
-                    time.sleep(0.1)
-                params = {"api_key": KEY}
-                headers = {"x-request-id": "cli-1"}
-                assert http.get("/v1/voices", params=params, headers=headers).status_code == 200
-            _speak(_ws(url, f"/v1/stream?api_key={KEY}"))
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(30)
+    args = ["--workers", "1", "--api-key", KEY, "--log-format", "json"]
+    with stderr_path.open("wb") as stderr, serve_process(args=args, stderr=stderr) as served:
+        process, port = served
+        url = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=url, timeout=60) as http:
+            params = {"api_key": KEY}
+            headers = {"x-request-id": "cli-1"}
+            assert http.get("/v1/voices", params=params, headers=headers).status_code == 200
+        _speak(_ws(url, f"/v1/stream?api_key={KEY}"))
+        process.send_signal(signal.SIGTERM)  # its last lines are logged as it stops
+        process.wait(60)
     output = stderr_path.read_text()
     lines = [json.loads(line) for line in output.splitlines() if line.strip()]
     assert KEY not in output and "api_key" not in output
