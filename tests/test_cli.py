@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import wave
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +129,24 @@ def test_normalize_prints_the_spoken_form_line_by_line(
     lexicon.write_text("broken line without a tab\n")
     assert main(["normalize", "--lexicon", str(lexicon)]) == 2
     assert "lexicon.tsv:1" in capsys.readouterr().err
+
+
+def test_version_prints_the_installed_distributions_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"voxflow {metadata.version('voxflow')}"
+
+
+def test_python_dash_m_voxflow_runs_the_same_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "voxflow", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"voxflow {metadata.version('voxflow')}"

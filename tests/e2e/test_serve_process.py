@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import urllib.request
+from pathlib import Path
 
 from tests.e2e.serve_process import serve_process
 
@@ -22,3 +23,27 @@ def test_the_start_up_objects_are_kept_out_of_the_garbage_collectors_walks() -> 
     with serve_process({}) as (_, port):
         frozen = _metric(port, "voxflow_gc_frozen_objects")
     assert frozen > 10_000
+
+
+def test_once_ready_it_logs_the_urls_to_open_and_they_answer(tmp_path: Path) -> None:
+    stderr_path = tmp_path / "stderr.log"
+    # The default log format: what `make serve` shows.
+    with stderr_path.open("wb") as stderr, serve_process({}, stderr=stderr) as (_, port):
+        # Logged before the first request is answered (serve_process waited for /readyz).
+        log = stderr_path.read_text()
+        found = re.search(
+            r" INFO voxflow\.server\.ready \[-\] voxflow is ready: demo page (\S+)"
+            r" \| API docs (\S+) \| metrics (\S+)$",
+            log,
+            re.MULTILINE,
+        )
+        assert found is not None, log
+        base = f"http://127.0.0.1:{port}"
+        assert found.groups() == (f"{base}/", f"{base}/docs", f"{base}/metrics")
+        for url in found.groups():
+            with urllib.request.urlopen(url, timeout=10) as response:
+                assert response.status == 200, url
+                body = response.read()
+        assert b"voxflow_" in body  # the metrics URL is the metrics
+    # After uvicorn's own line, not lost among the lines before it.
+    assert log.index("Uvicorn running on") < log.index("voxflow is ready")

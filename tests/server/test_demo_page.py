@@ -6,6 +6,7 @@ The page speaks through ``WS /v1/stream``, plays the audio with Web Audio and ex
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import time
@@ -73,7 +74,32 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, demo_url: str) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1200, "height": 1000})
+    with opened_page(browser, demo_url, viewport={"width": 1200, "height": 1000}) as page:
+        yield page
+
+
+# Phones as Chrome's device toolbar has them: CSS pixels, touch, a mobile viewport.
+PHONES = {"360x740": (360, 740), "390x844": (390, 844)}
+
+
+@pytest.fixture(params=sorted(PHONES))
+def phone(request: pytest.FixtureRequest, browser: Browser, demo_url: str) -> Iterator[Page]:
+    width, height = PHONES[request.param]
+    with opened_page(
+        browser,
+        demo_url,
+        viewport={"width": width, "height": height},
+        is_mobile=True,
+        has_touch=True,
+        device_scale_factor=2,
+    ) as page:
+        yield page
+
+
+@contextlib.contextmanager
+def opened_page(browser: Browser, demo_url: str, **context_options: Any) -> Iterator[Page]:
+    """The demo page, connected, in a fresh browser context; fails on any page error."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     page_errors: list[str] = []
     page.on("pageerror", lambda error: page_errors.append(str(error)))
@@ -117,6 +143,33 @@ def demo(page: Page, expression: str = "voxflowDemo") -> Any:
     return json.loads(page.evaluate(f"JSON.stringify({expression})"))
 
 
+def assert_both_ttfas_shown(page: Page, context_id: str) -> dict[str, Any]:
+    """Both TTFA figures are shown, labelled; the one from its text is counted from the text
+    message that brought the text to the first audio's ``text_end``. The page's stats."""
+    wait_for(
+        page,
+        f"voxflowDemo.stats.contextId === '{context_id}' && voxflowDemo.stats.ttfaTextMs !== null"
+        " && document.querySelector('#ttfa-text').textContent"
+        " === Math.round(voxflowDemo.stats.ttfaTextMs) + ' ms'"
+        " && document.querySelector('#ttfa').textContent"
+        " === Math.round(voxflowDemo.stats.ttfaMs) + ' ms'",
+        "both TTFA figures to be shown",
+    )
+    stats = demo(page, "voxflowDemo.stats")
+    labels = page.text_content(".stats") or ""
+    assert "TTFA from first token" in labels and "TTFA from its text" in labels, labels
+    note = page.text_content(".ttfa-note") or ""
+    assert "From first token" in note and "From its text" in note, note
+    assert 0 < stats["ttfaTextMs"] <= stats["ttfaMs"], stats
+    utterance = demo(page, f"voxflowDemo.debug.utterance('{context_id}')")
+    ends = [0, *utterance["textEnds"]]
+    index, covered = stats["ttfaTextIndex"], stats["ttfaTextChar"]
+    assert ends[index] < covered <= ends[index + 1], (ends, index, covered)
+    # The server's first segment was whole by then: at least the first word of it had arrived.
+    assert utterance["words"][0]["char_end"] <= covered, (utterance["words"][0], covered)
+    return stats
+
+
 # -- the tests ---------------------------------------------------------------------------------
 
 
@@ -144,6 +197,9 @@ def test_speak_plays_the_audio_then_barge_in_stops_it(page: Page) -> None:
         " === Math.round(voxflowDemo.stats.ttfaMs) + ' ms'",
         "the TTFA display to show the measured TTFA",
     )
+    # The whole text is one message: the text the first audio speaks was sent with the first.
+    stats = assert_both_ttfas_shown(page, "u1")
+    assert stats["ttfaTextIndex"] == 0 and stats["ttfaTextMs"] == stats["ttfaMs"]
     wait_for(page, "voxflowDemo.state === 'idle'", "the sentence to finish playing", 15)
     stats = demo(page, "voxflowDemo.stats")
     assert stats["chunksScheduled"] == stats["chunksReceived"] == stats["serverMetrics"]["chunks"]
@@ -168,6 +224,7 @@ def test_speak_plays_the_audio_then_barge_in_stops_it(page: Page) -> None:
         "the long answer to play for a while",
     )
     assert page.evaluate("voxflowDemo.state") == "speaking"
+    assert_both_ttfas_shown(page, "u2")
     page.click("#barge")
     wait_for(
         page,
@@ -214,3 +271,109 @@ def test_errors_are_shown_and_the_page_reconnects(page: Page) -> None:
     )
     assert page.get_attribute("#conn", "data-state") == "open"
     assert page.is_enabled("#speak")
+
+
+# What a phone user needs to reach: the text, every control, Speak and Barge in, the figures.
+PHONE_CONTROLS = [
+    "#text",
+    "#voice",
+    "#speed",
+    "#mode-speak",
+    "#mode-llm",
+    "#rate",
+    "#speak",
+    "#barge",
+    "#ttfa",
+    ".log summary",
+]
+
+
+def assert_fits_the_screen(page: Page, selectors: list[str]) -> None:
+    """No horizontal scrolling, and each of ``selectors`` is shown whole across the screen.
+
+    A mobile browser widens its layout viewport to content wider than the screen (and zooms
+    out), so ``innerWidth`` grows with the overflow: the screen's own width is the bound too.
+    """
+    screen = page.viewport_size
+    assert screen is not None
+    widths = demo(
+        page,
+        "{scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth,"
+        " inner: window.innerWidth}",
+    )
+    assert widths["inner"] == screen["width"], widths
+    assert widths["scroll"] <= widths["inner"], widths
+    assert widths["body"] <= widths["inner"], widths
+    for selector in selectors:
+        page.locator(selector).scroll_into_view_if_needed()
+        assert page.is_visible(selector), selector
+        box = page.locator(selector).bounding_box()
+        assert box is not None and box["width"] > 0 and box["height"] > 0, (selector, box)
+        assert box["x"] >= 0 and box["x"] + box["width"] <= screen["width"], (selector, box)
+
+
+def test_the_page_fits_a_phone_with_the_log_open(phone: Page) -> None:
+    page = phone
+    assert_fits_the_screen(page, PHONE_CONTROLS)
+
+    # Open the log, then fill it: an LLM answer sends a message a token, with long lines.
+    page.tap(".log summary")
+    assert page.evaluate("document.querySelector('details.log').open") is True
+    page.tap("#mode-llm")
+    page.fill("#rate", "80")
+    page.fill("#text", LONG_TEXT)
+    page.tap("#speak")
+    wait_for(
+        page,
+        "voxflowDemo.stats.contextId === 'u1' && voxflowDemo.stats.chunksScheduled > 0"
+        " && voxflowDemo.stats.playedMs > 300",
+        "the answer to play on the phone",
+    )
+    assert page.evaluate("voxflowDemo.debug.audioState()") == "running"
+    assert_both_ttfas_shown(page, "u1")
+    assert_fits_the_screen(page, [*PHONE_CONTROLS, "#ttfa-text", "#log"])
+    # The log scrolls inside its own box: taller than its box, which stays on the screen.
+    log = demo(
+        page,
+        "(() => { const l = document.querySelector('#log');"
+        " return {lines: l.children.length, scroll: l.scrollHeight, client: l.clientHeight,"
+        " overflowY: getComputedStyle(l).overflowY}; })()",
+    )
+    assert log["lines"] > 20 and log["scroll"] > log["client"], log
+    assert log["overflowY"] in ("auto", "scroll"), log
+
+    # Barge in with a tap: the server's reply is shown, and the page still fits.
+    page.tap("#barge")
+    wait_for(
+        page,
+        "voxflowDemo.stats.lastCancelled && voxflowDemo.stats.lastCancelled.contextId === 'u1'",
+        "the cancelled reply on the phone",
+    )
+    assert page.is_visible("#cancelled")
+    assert_fits_the_screen(page, [*PHONE_CONTROLS, "#log", "#cancelled"])
+
+    # Close the log again: still no horizontal scrolling.
+    page.tap(".log summary")
+    assert page.evaluate("document.querySelector('details.log').open") is False
+    assert_fits_the_screen(page, PHONE_CONTROLS)
+
+
+def test_a_barge_in_after_the_server_finished_says_what_local_means(page: Page) -> None:
+    # The server has sent all of the audio (done) while it still plays: the page works out
+    # spoken_text itself, and says so in words rather than a bare "local".
+    page.fill("#text", SHORT_TEXT)
+    page.click("#speak")
+    wait_for(
+        page,
+        "voxflowDemo.debug.utterance('u1') && voxflowDemo.debug.utterance('u1').done"
+        " && voxflowDemo.state === 'speaking' && voxflowDemo.stats.playedMs > 300",
+        "the server to finish while the audio still plays",
+    )
+    page.click("#barge")
+    wait_for(page, "voxflowDemo.stats.lastCancelled !== null", "the barge-in to be shown")
+    cancelled = demo(page, "voxflowDemo.stats.lastCancelled")
+    assert cancelled["source"].startswith("local")
+    assert cancelled["spokenText"] and SHORT_TEXT.startswith(cancelled["spokenText"])
+    meta = page.text_content("#cancelled-meta") or ""
+    assert "local: this page worked out spoken_text itself, from the word timestamps" in meta
+    assert "the server had already sent all of it" in meta

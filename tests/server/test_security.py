@@ -187,6 +187,20 @@ def test_the_openai_sdk_with_and_without_the_key(url: str) -> None:
         assert refused.value.status_code == 401 and refused.value.code == "unauthorized"
 
 
+def test_the_openai_model_list_needs_the_key_too(url: str) -> None:
+    with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as client:
+        assert "tts-1" in [model.id for model in client.models.list()]
+        assert client.models.retrieve("voxflow").id == "voxflow"
+    with openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0) as client:
+        with pytest.raises(openai.AuthenticationError) as refused:
+            client.models.list()
+        assert refused.value.status_code == 401 and refused.value.code == "unauthorized"
+        # OpenAI's error object (a "type" the generic refusal lacks), as for /v1/audio/.
+        assert refused.value.type == "invalid_request_error"
+        with pytest.raises(openai.AuthenticationError):
+            client.models.retrieve("tts-1")
+
+
 def test_the_elevenlabs_sdk_with_and_without_the_key(url: str) -> None:
     with httpx.Client(timeout=60) as http:
         client = ElevenLabs(base_url=url, api_key=KEY, httpx_client=http)

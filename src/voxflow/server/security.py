@@ -26,9 +26,9 @@ bodies pass as they are. For each HTTP request and WebSocket handshake, in this 
 reveal nothing); the demo page (``/``, ``/static/``) needs no key but passes the Host check.
 
 A refused HTTP request gets the error object of the protocol its path belongs to: OpenAI's for
-``/v1/audio/``, ElevenLabs' ``{"detail": ...}`` for ``/v1/text-to-speech/`` and the voices,
-Cartesia's for ``/tts/``, Deepgram's for ``/v1/speak``, ``{"error": {"code", "message"}}``
-elsewhere. A refused WebSocket is never accepted: the
+``/v1/audio/`` and ``/v1/models``, ElevenLabs' ``{"detail": ...}`` for ``/v1/text-to-speech/``
+and the voices, Cartesia's for ``/tts/``, Deepgram's for ``/v1/speak``,
+``{"error": {"code", "message"}}`` elsewhere. A refused WebSocket is never accepted: the
 handshake is answered with the same status and body (ASGI's ``websocket.http.response``
 extension, which uvicorn has); a server without it answers a plain 403.
 """
@@ -260,7 +260,7 @@ def _key_candidates(headers: Headers, query_string: bytes) -> list[str]:
 
 def _error_body(path: str, error: SessionError) -> tuple[int, bytes]:
     """The refusal in the shape of the protocol ``path`` belongs to."""
-    if path.startswith("/v1/audio/"):
+    if path.startswith(("/v1/audio/", "/v1/models")):
         openai = openai_error(error.code, error.message)
         return openai.status, json.dumps(openai.body, allow_nan=False).encode()
     if path.startswith(("/v1/text-to-speech/", "/v1/voices", "/v2/voices")):

@@ -3,7 +3,8 @@
 espeak-ng reads some written forms badly ("$3.50" -> "dollar three point five zero"), so text
 is rewritten into words before it is phonemized: numbers, money, dates, times, units,
 abbreviations, acronyms, URLs and symbols (the rules and their decisions for ambiguous input
-are documented in ``normalize_numeric``, ``normalize_datetime`` and ``normalize_words``).
+are documented in ``normalize_numeric``, ``normalize_datetime``, ``normalize_times`` and
+``normalize_words``).
 Lexicon entries (``voxflow.text.lexicon``) are applied to whole words first and override every
 other rule.
 
@@ -27,8 +28,9 @@ from enum import StrEnum
 
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize_base import Context, Match, Piece, Rule
-from voxflow.text.normalize_datetime import date_rule, phone_rule, time_rule
+from voxflow.text.normalize_datetime import date_rule, phone_rule
 from voxflow.text.normalize_numeric import numeric_rule, range_dash_rule, version_rule
+from voxflow.text.normalize_times import ratio_rule, time_range_rule, time_rule
 from voxflow.text.normalize_words import (
     abbreviation_rule,
     acronym_rule,
@@ -206,7 +208,9 @@ _RULES: tuple[Rule, ...] = (
     phone_rule,
     date_rule,
     time_rule,
+    ratio_rule,
     version_rule,
+    time_range_rule,
     range_dash_rule,
     numeric_rule,
     abbreviation_rule,

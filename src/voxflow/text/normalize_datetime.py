@@ -1,4 +1,4 @@
-"""Normalizer rules for dates, clock times and telephone numbers.
+"""Normalizer rules for dates and telephone numbers (clock times: ``normalize_times``).
 
 Decisions for ambiguous input (US English):
 
@@ -8,11 +8,9 @@ Decisions for ambiguous input (US English):
   otherwise it is a fraction or a score ("1/2", "4.5/5").
 * Dates read "November twenty-second, twenty twenty-six"; a day written before the month
   ("22 November 2026") reads "the twenty-second of November, twenty twenty-six".
-* Times: "9:00" -> "nine o'clock" (hours 1..12 without a.m./p.m.), "14:00" -> "fourteen
-  hundred", "14:05" -> "fourteen oh five", "00:00" -> "midnight", "3 p.m." -> "three p m".
-* a.m. is written "eigh m": espeak-ng reads a lone "a" or "A" before another word as the article
-  ("uh"), while "eigh" always gives the letter name. The same respelling is used wherever the
-  letter A is spelled out.
+* The letter A, spelled out, is written "eigh" (``spell_letter``): espeak-ng reads a lone "a" or
+  "A" before another word as the article ("uh"), while "eigh" always gives the letter name. The
+  same respelling is used wherever the letter A is spelled out (initialisms, a.m.).
 * Phone numbers are read digit by digit, with a comma (a short pause) between the groups:
   "(555) 123-4567" -> "five five five, one two three, four five six seven"; a leading "+" is
   "plus". Only separated groups of the usual North American shapes ("555-123-4567",
@@ -35,9 +33,9 @@ from voxflow.text.normalize_base import (
     prev_word,
     whole,
 )
-from voxflow.text.normalize_numbers import cardinal, digits, ordinal, year
+from voxflow.text.normalize_numbers import digits, ordinal, year
 
-__all__ = ["MONTHS", "date_rule", "phone_rule", "spell_letter", "time_rule"]
+__all__ = ["MONTHS", "date_rule", "phone_rule", "spell_letter"]
 
 MONTHS = (
     "January",
@@ -83,10 +81,6 @@ _MONTH_DAY = re.compile(r"(\d{1,2})/(\d{1,2})")
 _ON = frozenset({"on", "by", "until", "till", "since", "before", "after", "due", "from"})
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _SLASH_DATE = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})")
-
-_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
-_HOUR = re.compile(r"(\d{1,2})")
-_MERIDIEM = re.compile(r"[ \u00a0]?([AaPp])(\.?)[Mm](\.?)")
 
 _US_PHONE = re.compile(
     r"(?:(?P<country>1)(?P<sep0>[-. ]))?"
@@ -225,78 +219,6 @@ def date_rule(ctx: Context, pos: int, prev: Match | None) -> Match | None:
     if char.isupper():
         return _named_month_date(text, pos)
     return None
-
-
-def _meridiem(text: str, pos: int) -> tuple[Piece, ...] | None:
-    """ "a.m."/"pm" after a time, as pieces (with the sentence's period kept when it was also
-    the abbreviation's)."""
-    found = _MERIDIEM.match(text, pos)
-    if found is None:
-        return None
-    end = found.end()
-    # "3 amps" and "3 pmt" are not times.
-    if not is_right_edge(text, end) and text[end - 1] != ".":
-        return None
-    start = pos + (1 if text[pos] in " \u00a0" else 0)
-    letter = found.group(1).lower()
-    pieces = [Piece(f"{spell_letter(letter)} m", start, end)]
-    if text[end - 1] == "." and ends_sentence(text, end):
-        pieces.append(Piece(".", end - 1, end, attach=True))
-    return tuple(pieces)
-
-
-def _minutes(hour_words: str, minute: int) -> str:
-    if minute == 0:
-        return hour_words
-    if minute < 10:
-        return f"{hour_words} oh {cardinal(minute)}"
-    return f"{hour_words} {cardinal(minute)}"
-
-
-def _seconds(second: str | None) -> str:
-    if second is None or not int(second):
-        return ""
-    return f" and {cardinal(int(second))} second{'' if int(second) == 1 else 's'}"
-
-
-def time_rule(ctx: Context, pos: int, prev: Match | None) -> Match | None:
-    """Clock times: "3:30 p.m.", "14:05", "9:00", "3pm", "11 a.m."."""
-    del prev
-    text = ctx.text
-    if pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] in "_:."):
-        return None
-    found = _TIME.match(text, pos)
-    if found is not None:
-        hour, minute = int(found.group(1)), int(found.group(2))
-        if hour > 24 or minute > 59:
-            return None
-        end = found.end()
-        second = found.group(3)
-        if second is not None and int(second) > 59:
-            return None
-        meridiem = _meridiem(text, end) if hour <= 12 else None
-        if meridiem is not None:
-            spoken = _minutes(cardinal(hour), minute) + _seconds(second)
-            pieces = (Piece(spoken, pos, end), *meridiem)
-            return Match(pos, meridiem[-1].end, pieces, "time")
-        if not is_right_edge(text, end):
-            return None
-        if minute == 0 and hour in (0, 24):
-            spoken = "midnight"
-        elif minute == 0:
-            spoken = f"{cardinal(hour)} o'clock" if 1 <= hour <= 12 else f"{cardinal(hour)} hundred"
-        else:
-            spoken = _minutes("zero" if hour == 0 else cardinal(hour), minute)
-        return whole(spoken + _seconds(second), pos, end, "time")
-    found = _HOUR.match(text, pos)
-    if found is None:
-        return None
-    hour = int(found.group(1))
-    meridiem = _meridiem(text, found.end())
-    if meridiem is None or not 1 <= hour <= 12:
-        return None
-    pieces = (Piece(cardinal(hour), pos, found.end()), *meridiem)
-    return Match(pos, meridiem[-1].end, pieces, "time")
 
 
 def _grouped(groups: list[tuple[str, int, int]], prefix: str = "") -> tuple[Piece, ...]:

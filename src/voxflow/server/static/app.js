@@ -39,7 +39,10 @@ function freshStats(contextId = null) {
     chunksReceived: 0,
     chunksScheduled: 0,
     underruns: 0,
-    ttfaMs: null,
+    ttfaMs: null, // first audio, from the first text sent
+    ttfaTextMs: null, // first audio, from the text that completed the words it speaks
+    ttfaTextIndex: null, // which text message that was (0: the first)
+    ttfaTextChar: null, // where the first audio's words end in the text sent
     playedMs: 0,
     leadMs: 0,
     activeSources: 0,
@@ -83,6 +86,7 @@ class Utterance {
     this.sentText = "";
     this.t0 = null; // performance.now() of the first text sent
     this.textTimes = [];
+    this.textEnds = []; // sentText.length after each text message: where each one ends
     this.chunks = [];
     this.words = [];
     this.endSent = false;
@@ -212,6 +216,7 @@ function sendText(u, text) {
   if (u.t0 === null) u.t0 = now;
   u.textTimes.push(now);
   u.sentText += text;
+  u.textEnds.push(u.sentText.length);
   send({ type: "text", context_id: u.id, text });
 }
 
@@ -302,7 +307,7 @@ function bargeIn() {
       playedMs,
       latencyMs: null,
       roundTripMs: null,
-      source: "local",
+      source: u.done ? "local (the server had already sent all of it)" : "local (not connected)",
     }, record);
   }
   updateState();
@@ -334,6 +339,15 @@ function resolveCancelLocally(id, why) {
   updateState();
 }
 
+/** "local" alone says nothing to a reader: say where spoken_text came from, and why. */
+function explainSource(source) {
+  const why = source.match(/^local \((.*)\)$/);
+  return (
+    "local: this page worked out spoken_text itself, from the word timestamps" +
+    (why ? ` (${why[1]})` : "")
+  );
+}
+
 function setCancelled(u, info, record) {
   const last = { contextId: u.id, ...info };
   demo.stats.lastCancelled = last;
@@ -345,7 +359,7 @@ function setCancelled(u, info, record) {
     : "";
   const parts = [`${u.id}`, `played ${Math.round(info.playedMs)} ms`];
   if (info.roundTripMs !== null) parts.push(`reply in ${info.roundTripMs.toFixed(1)} ms`);
-  if (info.source !== "server") parts.push(info.source);
+  if (info.source !== "server") parts.push(explainSource(info.source));
   $("cancelled-meta").textContent = parts.join(" · ");
   $("cancelled").hidden = false;
 }
@@ -405,10 +419,7 @@ function onAudio(msg) {
     return;
   }
   const stats = demo.stats;
-  if (stats.ttfaMs === null) {
-    stats.ttfaMs = arrival - u.t0;
-    $("ttfa").textContent = `${Math.round(stats.ttfaMs)} ms`;
-  }
+  if (stats.ttfaMs === null) firstAudio(u, stats, arrival, msg.text_end);
   stats.chunksReceived += 1;
   demo.totals.chunksReceived += 1;
   const scheduled = u.stream.schedule(decodePcm16(msg.audio));
@@ -436,6 +447,40 @@ function onAudio(msg) {
       (record.underrun ? " UNDERRUN" : ""),
   );
   dirty = true;
+}
+
+/**
+ * Both TTFA figures. The first audio says how much of the text had arrived when the server cut
+ * its first segment (``text_end``): the text message that brought the text that far is the one
+ * the first audio had to wait for. Simulated LLM tokens before it are the client's wait, not the
+ * server's. (A server without ``text_end``: the words timed so far, whose timestamps come before
+ * the audio that speaks them, tell where at least the first audio's text ends.)
+ */
+function firstAudio(u, stats, arrival, textEnd) {
+  stats.ttfaMs = arrival - u.t0;
+  $("ttfa").textContent = `${Math.round(stats.ttfaMs)} ms`;
+  const covered =
+    typeof textEnd === "number"
+      ? textEnd
+      : u.words.reduce((end, w) => Math.max(end, w.char_end), 0);
+  const index = covered > 0 ? u.textEnds.findIndex((end) => end >= covered) : -1;
+  if (index < 0) {
+    // No word timed yet (silence, or text without a spoken word): nothing to tell by.
+    $("ttfa-text").textContent = "—";
+    $("ttfa-text-token").textContent = "no words timed";
+    return;
+  }
+  stats.ttfaTextIndex = index;
+  stats.ttfaTextChar = covered;
+  stats.ttfaTextMs = arrival - u.textTimes[index];
+  $("ttfa-text").textContent = `${Math.round(stats.ttfaTextMs)} ms`;
+  if (u.mode === "speak") {
+    $("ttfa-text-token").textContent = "the whole text";
+  } else {
+    const token = u.sentText.slice(index ? u.textEnds[index - 1] : 0, u.textEnds[index]);
+    const shown = token.length > 14 ? `${token.slice(0, 13)}…` : token;
+    $("ttfa-text-token").textContent = `token ${index + 1}: ${JSON.stringify(shown)}`;
+  }
 }
 
 function logChunk(record) {
@@ -612,6 +657,8 @@ function renderLive() {
   if (stats.ttfaMs === null) {
     $("ttfa").textContent = "—";
     $("ttfa-server").textContent = "";
+    $("ttfa-text").textContent = "—";
+    $("ttfa-text-token").textContent = "";
     $("rtf").textContent = "";
   }
   $("lead").textContent = u && current === u ? `${Math.round(stats.leadMs)} ms` : "—";
@@ -684,7 +731,14 @@ demo.debug = {
   utterance: (id) => {
     const u = utterances.get(id);
     return u
-      ? { id: u.id, sentText: u.sentText, words: u.words, done: u.done, cancelAt: u.cancelAt }
+      ? {
+          id: u.id,
+          sentText: u.sentText,
+          textEnds: u.textEnds,
+          words: u.words,
+          done: u.done,
+          cancelAt: u.cancelAt,
+        }
       : null;
   },
 };
