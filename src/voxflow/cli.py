@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TextIO
 
+from voxflow import __version__
 from voxflow.audio.pcm import write_wav
 from voxflow.bench.corpus import load_corpus
 from voxflow.bench.encoders import format_table as format_encoder_table
@@ -107,8 +110,18 @@ def _chunking(args: argparse.Namespace) -> ChunkingConfig:
     return ChunkingConfig(**options)  # type: ignore[arg-type]
 
 
+def _version() -> str:
+    # The installed distribution's version is the one pip and bug reports speak of; a source
+    # tree that was never installed falls back to the package's own constant.
+    try:
+        return version("voxflow")
+    except PackageNotFoundError:
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="voxflow", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"voxflow {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     parser.add_argument("--voices-dir", type=Path, help="directory of extra Piper voices")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -132,12 +145,34 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("voices", help="list the available voices")
 
     normalize_cmd = commands.add_parser(
-        "normalize", help="print the spoken form of text read from stdin, line by line"
+        "normalize",
+        help="print the spoken form of text read from stdin, line by line",
+        # What a newcomer reads as a typo is what makes espeak-ng say the letter.
+        description="Print the spoken form handed to the phonemizer. It is respelled where "
+        "espeak-ng would misread the plain letters: 'eigh' is the letter A, so '10am' -> "
+        "'ten eigh m' is said 'ten ay em' (espeak-ng reads 'a m' as 'uh em').",
     )
     normalize_cmd.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
 
     chunks_cmd = commands.add_parser("chunks", help="print the segments of text read from stdin")
     _add_chunking_options(chunks_cmd)
+
+    cache_bench = commands.add_parser(
+        "bench-cache",
+        help="the phrase cache's effect on TTFA: hits, misses, Redis hits, a replayed agent trace",
+    )
+    cache_bench.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
+    )
+    cache_bench.add_argument(
+        "--replica", help="a second server on the same --cache-url: measure Redis hits on it"
+    )
+    cache_bench.add_argument("--trace", type=Path, help="agent trace file (default: bundled)")
+    cache_bench.add_argument("--repeats", type=int, default=5, help="hits per phrase")
+    cache_bench.add_argument(
+        "--sections", default="hits,replay", help="hits, replay (default %(default)s)"
+    )
+    cache_bench.add_argument("--json", type=Path, help="also write the results as JSON here")
 
     encoders_cmd = commands.add_parser(
         "bench-encoders", help="encoder CPU cost and added time to first audio, per format"
@@ -217,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench_engine(args, registry, sys.stdout)
         if args.command == "bench":
             return _bench_server(args, sys.stdout)
+        if args.command == "bench-cache":
+            return _bench_cache(args, sys.stdout)
         if args.command == "bench-encoders":
             results = run_encoder_bench(repeats=args.repeats)
             sys.stdout.write(format_encoder_table(results) + "\n")
@@ -314,6 +351,26 @@ def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
         args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
     if args.plot is not None:
         args.plot.write_text(ttfa_plot(report))
+    return 0
+
+
+def _bench_cache(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the client stack is not needed by the other commands.
+    from voxflow.bench.cache_bench import CacheBenchOptions, run_cache_bench  # noqa: PLC0415
+
+    sections = tuple(part.strip() for part in args.sections.split(",") if part.strip())
+    unknown = set(sections) - {"hits", "replay"}
+    if unknown or args.repeats < 1:
+        raise ValueError(f"--sections must be among hits, replay and --repeats >= 1 ({unknown})")
+    options = CacheBenchOptions(args.url, args.replica, args.trace, args.repeats, sections)
+
+    def progress(section: str) -> None:
+        print(f"  running {section} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+    report = asyncio.run(run_cache_bench(options, progress))
+    print(report.render(), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
     return 0
 
 

@@ -91,6 +91,15 @@ class ServerSettings:
     # --ssl-certfile/--ssl-keyfile; some clients (the elevenlabs SDK's realtime) only speak wss://.
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
+    # -- phrase cache (issue 13) --
+    # Rendered phrases kept in this process (bytes; 0: no cache at all), and the shared tier
+    # every replica sees (redis://host:port/db; None: none). A phrase is kept on its second
+    # request, or when warmed or prefetched (runtime.cache).
+    cache_bytes: int = 64 << 20
+    cache_url: str | None = None
+    cache_ttl_s: float = 7 * 24 * 3600.0  # how long the shared tier keeps a phrase
+    cache_timeout_s: float = 0.05  # a shared-tier call that takes longer is a miss
+    warm_path: Path | None = None  # phrases to render at start-up, one a line (--warm)
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -113,6 +122,16 @@ class ServerSettings:
         self._check_access_and_logs()
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ValueError("TLS needs both ssl_certfile and ssl_keyfile")
+        if self.cache_bytes < 0:
+            raise ValueError("cache_bytes must be >= 0 (0: no phrase cache)")
+        if self.cache_ttl_s <= 0 or self.cache_timeout_s <= 0:
+            raise ValueError("cache_ttl_s and cache_timeout_s must be > 0")
+        if self.cache_url is not None and not self.cache_url.startswith(("redis://", "rediss://")):
+            raise ValueError(
+                f"cache_url must be redis://... or rediss://..., got {self.cache_url!r}"
+            )
+        if self.cache_url is not None and self.cache_bytes == 0:
+            raise ValueError("a shared cache (cache_url) needs the memory cache (cache_bytes > 0)")
 
     def _check_access_and_logs(self) -> None:
         for name in ("api_keys", "allowed_origins", "allowed_hosts"):
@@ -179,6 +198,7 @@ class ServerSettings:
                 "api_keys_file",
                 "ssl_certfile",
                 "ssl_keyfile",
+                "warm_path",
             ):
                 values[field.name] = Path(raw)
             elif field.name == "idle_flush_s" or isinstance(default, float):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voxflow.config import LOG_LEVELS, ServerSettings, default_workers
 
-__all__ = ["access_overrides", "add_serve_parser", "limit_overrides", "serve"]
+__all__ = ["access_overrides", "add_serve_parser", "cache_overrides", "limit_overrides", "serve"]
 
 # glibc's heaps per core for the server process (its default is eight): runtime.memory.
 MALLOC_ARENAS_PER_CORE = 1
@@ -54,8 +54,45 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     serve_cmd.add_argument(
         "--ssl-keyfile", type=Path, metavar="PEM", help="the private key of --ssl-certfile"
     )
+    _add_cache_options(serve_cmd)
     _add_access_options(serve_cmd)
     _add_limit_options(serve_cmd)
+
+
+def _add_cache_options(serve: argparse.ArgumentParser) -> None:
+    cache = serve.add_argument_group("phrase cache (docs/operations.md)")
+    cache.add_argument(
+        "--cache-bytes",
+        type=int,
+        dest="cache_bytes",
+        help="memory for rendered phrases, in bytes (default 64 MiB; 0: no cache)",
+    )
+    cache.add_argument(
+        "--cache-url",
+        dest="cache_url",
+        metavar="URL",
+        help="shared tier every replica sees: redis://host:port/db (default: none)",
+    )
+    cache.add_argument(
+        "--cache-ttl",
+        type=float,
+        dest="cache_ttl_s",
+        help="seconds the shared tier keeps a phrase (default one week)",
+    )
+    cache.add_argument(
+        "--warm",
+        type=Path,
+        dest="warm_path",
+        metavar="FILE",
+        help="render these phrases (one a line) into the cache at start-up",
+    )
+
+
+def cache_overrides(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        name: getattr(args, name)
+        for name in ("cache_bytes", "cache_url", "cache_ttl_s", "warm_path")
+    }
 
 
 def _add_access_options(serve: argparse.ArgumentParser) -> None:
@@ -138,6 +175,7 @@ def serve(args: argparse.Namespace) -> int:
     from voxflow.server.draining import DrainingServer  # noqa: PLC0415
     from voxflow.server.limits import raise_open_file_limit  # noqa: PLC0415
     from voxflow.server.logs import configure_logging  # noqa: PLC0415
+    from voxflow.server.ready import log_ready  # noqa: PLC0415
     from voxflow.server.security import configured_keys  # noqa: PLC0415
     from voxflow.server.uvicorn_config import uvicorn_config  # noqa: PLC0415
 
@@ -157,9 +195,11 @@ def serve(args: argparse.Namespace) -> int:
         ssl_keyfile=args.ssl_keyfile,
         **access_overrides(args),
         **limit_overrides(args),
+        **cache_overrides(args),
     )
     # One handler for every logger, uvicorn's included: request ids, no keys or query strings.
-    configure_logging(settings, configured_keys(settings))
+    keys = configured_keys(settings)
+    configure_logging(settings, keys)
     # Before any worker thread exists: a heap per core, not eight, so that freed memory is not
     # scattered across heaps where trimming cannot return it (docs/reliability.md, the soak).
     limit_malloc_arenas(MALLOC_ARENAS_PER_CORE * default_workers())
@@ -175,12 +215,16 @@ def serve(args: argparse.Namespace) -> int:
         # connection has had its last words; this only bounds what uvicorn waits for after that.
         timeout_graceful_shutdown=2,
     )
-    DrainingServer(
-        config,
-        lambda: getattr(app.state, "drain", None),
-        settings.drain_s,
+
+    def started() -> None:
         # What start-up made lives as long as the process: out of the garbage collector's walks,
         # which would otherwise stall the event loop for up to 90 ms in a burst of connections.
-        on_started=freeze_startup_objects,
-    ).run()
+        freeze_startup_objects()
+        # Then the URLs to open, on the port really bound (last: it is the line people read).
+        log_ready(server, settings, bool(keys))
+
+    server = DrainingServer(
+        config, lambda: getattr(app.state, "drain", None), settings.drain_s, on_started=started
+    )
+    server.run()
     return 0

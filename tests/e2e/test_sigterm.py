@@ -14,15 +14,15 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from tests.e2e.serve_process import serve_process
+from voxflow.bench.soak_options import SLOW_TEXT
 
-LONG = (
-    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
-    "in the distance, prepares for a long evening of music that nobody will forget. "
-) * 20
+# Twenty different sentences (one said twenty times would be phrase cache hits from its third
+# time on, rendered at once): the streams are still rendering when the drain ends.
+LONG = SLOW_TEXT
 DRAIN_S = 2.0
 
 
@@ -140,3 +140,34 @@ def test_sigterm_exits_within_the_drain_time_with_a_stuck_client(
     # machine (the figure is measured in docs/reliability.md, not asserted here); without the
     # bounds the process never exits while the stuck client holds its connection.
     assert took < DRAIN_S + 20
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("/v1/stream", lambda body: body["error"]["code"] == "shutting_down"),
+        (
+            "/v1/text-to-speech/joe/stream-input",
+            lambda body: body["detail"]["status"] == "shutting_down",
+        ),
+        ("/tts/websocket", lambda body: body["error_code"] == "shutting_down"),
+    ],
+)
+def test_a_handshake_while_draining_is_refused_with_503_so_a_balancer_retries_elsewhere(
+    server: tuple[subprocess.Popen[bytes], int], path: str, error: object
+) -> None:
+    process, port = server
+    with connect(f"ws://127.0.0.1:{port}/v1/stream", max_size=None) as live:
+        _speak(live)  # a stream that outlasts the drain: the server drains for DRAIN_S
+        process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while _get(port, "/readyz") != 503:
+            assert time.monotonic() < deadline, "the server did not start draining"
+            time.sleep(0.02)
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://127.0.0.1:{port}{path}", open_timeout=10).close()
+        response = refused.value.response
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "1"
+        assert callable(error) and error(json.loads(response.body))
+    assert process.wait(timeout=60) in (0, -signal.SIGTERM)

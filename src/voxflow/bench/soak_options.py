@@ -17,10 +17,14 @@ PROTOCOLS = ("native", "openai", "elevenlabs-ws", "elevenlabs-http")
 
 # About five minutes of speech: a slow reader's answer keeps coming long after every socket
 # buffer between it and the server is full.
-SLOW_TEXT = (
-    "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
-    "in the distance, prepares for a long evening of music that nobody will forget. "
-) * 20
+# Twenty different sentences: the phrase cache keeps a sentence said twice, and a text that said
+# one sentence twenty times would be mostly hits, rendered in no time.
+SLOW_TEXT = " ".join(
+    f"Part {n} of the story: the quick brown fox jumps over the lazy dog while the orchestra, "
+    "tuning its instruments in the distance, prepares for a long evening of music that nobody "
+    "will forget."
+    for n in range(1, 21)
+)
 
 
 @dataclass(frozen=True)

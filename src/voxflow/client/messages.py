@@ -38,6 +38,7 @@ class DoneMetrics:
     rtf: float | None
     chunks: int
     deadline_misses: int
+    cached: bool | None = None  # its first segment came from the phrase cache
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ def parse_event(raw: str, received_at: float) -> Event:
                 rtf=_optional_number(m, "rtf"),
                 chunks=_get(m, "chunks", int),
                 deadline_misses=_get(m, "deadline_misses", int),
+                cached=m.get("cached") if isinstance(m.get("cached"), bool) else None,
             ),
             received_at=received_at,
         )

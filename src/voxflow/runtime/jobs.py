@@ -63,6 +63,7 @@ class Prepared:
     tag: int
     utterance: Utterance
     compute_s: float
+    cached: bool = False  # the phrase cache had it: its windows are cut from the cached audio
 
 
 @dataclass(frozen=True)

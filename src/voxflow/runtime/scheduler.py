@@ -14,6 +14,12 @@ arrivals. A paced stream more than ``max_lead_s`` ahead of its listener waits, w
 audio buffered toward any client; an unpaced stream (``open_stream(paced=False)``, a whole-text
 HTTP request) renders as fast as the workers allow, behind every job that is due sooner.
 
+With a phrase cache (``voxflow.runtime.cache``), a segment's text stage first looks the phrase up:
+a hit's windows are cut from the cached audio instead of rendered, with the same events and
+timing rules. A miss the cache admits is recorded window by window and kept once whole. When
+no job is due and a worker is to spare, the workers run the cache's background tasks
+(``voxflow.runtime.background``: prefetches, and the head a takeover's recording lacks).
+
 Cancelling drops a stream's queued work at once; a job already running finishes and its result is
 discarded. Events go to the stream's sink from worker threads, in order, while the scheduler's lock
 is held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is the intended one).
@@ -26,10 +32,14 @@ import itertools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
-from voxflow.engines.base import Engine
+from voxflow.engines.base import Engine, FloatArray
+from voxflow.runtime.background import BackgroundTask, FillTask, PrefetchTask
+from voxflow.runtime.cache import Lookup, PhraseCache
 from voxflow.runtime.costs import CostModel
 from voxflow.runtime.jobs import (
     Drained,
@@ -43,10 +53,13 @@ from voxflow.runtime.jobs import (
 )
 from voxflow.runtime.memory import free_memory_trimmer
 from voxflow.runtime.priority import lower_thread_priority
+from voxflow.runtime.recording import Recording
 from voxflow.runtime.stream import Job, Lane, StreamState
 from voxflow.runtime.windows import WindowPolicy
+from voxflow.runtime.work import Work
 
 __all__ = [
+    "BackgroundQueueFull",
     "Drained",
     "Failed",
     "Prepared",
@@ -62,6 +75,15 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# Background tasks waiting at most (prefetches and fills): past it a prefetch is refused and a
+# fill dropped, so that a client flooding prefetches holds a bounded amount of memory.
+MAX_BACKGROUND_TASKS = 1024
+
+
+class BackgroundQueueFull(RuntimeError):
+    """A prefetch found ``MAX_BACKGROUND_TASKS`` waiting already."""
+
 
 # Freed memory is returned to the OS once the workers have been idle this long after a job.
 _TRIM_AFTER_S = 0.25
@@ -154,9 +176,13 @@ class Scheduler:
         engine: Engine,
         settings: SchedulerSettings,
         clock: Callable[[], float] = time.monotonic,
+        cache: PhraseCache | None = None,
     ) -> None:
         self._engine = engine
         self._settings = settings
+        self._cache = cache
+        self._background: deque[BackgroundTask] = deque()
+        self._background_busy = False
         self._windows = settings.windows
         self._clock = clock
         self._costs = CostModel()
@@ -210,6 +236,29 @@ class Scheduler:
             self._streams[stream.id] = stream
         return StreamHandle(self, stream)
 
+    def prefetch(self, request: SegmentRequest) -> Future[str]:
+        """Render ``request`` into the phrase cache when the workers have nothing due (or find
+        it there). The future says where it came from (``voxflow.runtime.background``) or why
+        it failed."""
+        if self._cache is None:
+            raise RuntimeError("the scheduler has no phrase cache")
+        task = PrefetchTask(request, self._cache)
+        self._queue_background(task)
+        return task.future
+
+    def _queue_background(self, task: BackgroundTask) -> None:
+        with self._cond:
+            if self._stopping:
+                task.future.set_exception(RuntimeError("scheduler is shut down"))
+                return
+            if len(self._background) >= MAX_BACKGROUND_TASKS:
+                task.future.set_exception(
+                    BackgroundQueueFull(f"{MAX_BACKGROUND_TASKS} prefetches are waiting already")
+                )
+                return
+            self._background.append(task)
+            self._cond.notify()
+
     def stats(self) -> SchedulerStats:
         with self._cond:
             ready = {id(e[2]) for e in self._ready if self._valid(e[2], e[3], e[4])}
@@ -227,6 +276,9 @@ class Scheduler:
             self._stopping = True
             for stream in self._streams.values():
                 stream.cancel()
+            for task in self._background:
+                task.future.set_exception(RuntimeError("scheduler is shut down"))
+            self._background.clear()
             self._cond.notify_all()
         for thread in self._threads:
             thread.join(timeout)
@@ -285,7 +337,7 @@ class Scheduler:
     def _valid(stream: StreamState, lane: Lane, version: int) -> bool:
         return not stream.cancelled and stream.versions[lane] == version
 
-    def _take(self) -> tuple[StreamState, Job] | _Trim | None:
+    def _take(self) -> tuple[StreamState, Job] | BackgroundTask | _Trim | None:
         """The job with the earliest deadline among released ones; waits for one. Returns
         ``_TRIM`` once the workers have been idle for ``_TRIM_AFTER_S`` since the last job (the
         memory it used is free by then: its results went out and were dropped)."""
@@ -319,6 +371,9 @@ class Scheduler:
                         now,
                     )
                 return stream, job
+            if self._background and self._background_spare():
+                self._background_busy = True
+                return self._background.popleft()
             wait = self._sleeping[0][0] - now if self._sleeping else None
             if self._trim_due is not None and not self._busy:
                 if now >= self._trim_due:
@@ -326,6 +381,11 @@ class Scheduler:
                     return _TRIM
                 wait = self._trim_due - now if wait is None else min(wait, self._trim_due - now)
             self._cond.wait(wait)
+
+    def _background_spare(self) -> bool:
+        """Whether a background task may run now: one at a time, and only while a worker stays
+        free for a stream that becomes due (with one worker: while it has nothing else)."""
+        return not self._background_busy and self._busy < max(1, self._settings.workers - 1)
 
     def _alone(self) -> bool:
         """Whether no job runs and none waits: a job may use every core."""
@@ -370,36 +430,110 @@ class Scheduler:
                     self._trim()  # lock held: it takes well under a millisecond
                     continue
                 assert not isinstance(picked, _Trim)
-                stream, job = picked
                 self._busy += 1
-            request = job.work.request
-            started = time.perf_counter()
-            error: Exception | None = None
-            try:
-                if job.window is None:
+            if not isinstance(picked, tuple):
+                self._run_background(picked)
+                continue
+            stream, job = picked
+            self._run_job(stream, job)
+
+    def _run_job(self, stream: StreamState, job: Job) -> None:
+        work = job.work
+        request = work.request
+        started = time.perf_counter()
+        error: Exception | None = None
+        found: Lookup | None = None
+        try:
+            if job.window is None:
+                found = self._lookup(request)
+                if found is not None and found.phrase is not None:
+                    result = found.phrase.utterance
+                else:
                     result = self._engine.prepare(
                         request.text, request.voice, request.settings, job.threads
                     )
+            elif work.phrase is not None:
+                audio = work.phrase.window(*job.window)
+            else:
+                utterance = work.utterance
+                assert utterance is not None
+                audio = self._engine.render(utterance, *job.window, job.threads)
+        except Exception as failure:  # delivered to the stream's owner, never swallowed
+            log.exception("synthesis job failed for stream %d", stream.id)
+            error = failure
+        elapsed = time.perf_counter() - started
+        with self._cond:
+            self._busy -= 1
+            self._jobs_run += 1
+            events: list[SchedulerEvent]
+            if error is not None:
+                events = stream.failed(job, error)
+            elif job.window is None:
+                if found is not None:
+                    work.phrase = found.phrase
+                    work.cache_key = found.key if found.admit else None
                 else:
-                    utterance = job.work.utterance
-                    assert utterance is not None
-                    audio = self._engine.render(utterance, *job.window, job.threads)
-            except Exception as failure:  # delivered to the stream's owner, never swallowed
-                log.exception("synthesis job failed for stream %d", stream.id)
-                error = failure
-            elapsed = time.perf_counter() - started
-            with self._cond:
-                self._busy -= 1
-                self._jobs_run += 1
-                events: list[SchedulerEvent]
-                if error is not None:
-                    events = stream.failed(job, error)
-                elif job.window is None:
                     self._costs.observe_prepare(len(request.text), elapsed)
-                    events = stream.prepared(job, result, elapsed)
-                else:
+                events = stream.prepared(job, result, elapsed)
+            else:
+                if work.phrase is None:
                     self._costs.observe_render(job.window[1] - job.window[0], elapsed)
-                    events = stream.rendered(job, audio, elapsed, self._clock())
-                self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
-                self._finish(stream, events)
-                self._trim_due = self._clock() + _TRIM_AFTER_S
+                    self._record(work, job.window, audio)
+                events = stream.rendered(job, audio, elapsed, self._clock())
+            self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
+            self._finish(stream, events)
+            self._trim_due = self._clock() + _TRIM_AFTER_S
+
+    def _lookup(self, request: SegmentRequest) -> Lookup | None:
+        """The cache's answer for ``request`` (None without a cache, or when the lookup failed:
+        logged, and the request is rendered as if there were no cache)."""
+        if self._cache is None:
+            return None
+        try:
+            key = self._cache.key(self._engine, request.text, request.voice, request.settings)
+            return self._cache.lookup(key)
+        except Exception:
+            # An unknown voice fails in the text stage, with the engine's own error; anything
+            # else is a cache bug, which must not cost the listener the segment.
+            log.exception("phrase cache lookup failed; rendering without the cache")
+            return None
+
+    def _record(self, work: Work, window: tuple[int, int], audio: FloatArray) -> None:
+        """Add a rendered window to an admitted miss's recording; once the work's last window
+        is in, keep the phrase (lock held: ``store`` is quick), or queue the frames it lacks (a
+        takeover's head, a lead's tail) as a background fill."""
+        if work.cache_key is None or work.utterance is None:
+            return
+        recording = work.recording
+        if recording is None:
+            recording = work.recording = Recording(work.cache_key, work.utterance, window[0])
+        recording.add(window[0], window[1], audio)
+        if recording.broken:
+            work.cache_key = work.recording = None
+            return
+        if window[1] < work.end:
+            return
+        work.cache_key = work.recording = None
+        assert self._cache is not None
+        if recording.missing() == (None, None):
+            self._cache.store(recording.key, recording.complete())
+        else:
+            self._queue_background(FillTask(recording, self._cache))
+
+    def _run_background(self, task: BackgroundTask) -> None:
+        finished = True
+        try:
+            finished = task.step(self._engine)
+        except Exception as failure:  # the task's owner gets it through the future
+            log.exception("phrase cache background task failed")
+            task.future.set_exception(failure)
+        with self._cond:
+            self._busy -= 1
+            self._background_busy = False
+            if not finished:
+                if self._stopping:
+                    task.future.set_exception(RuntimeError("scheduler is shut down"))
+                else:
+                    self._background.appendleft(task)
+            self._trim_due = self._clock() + _TRIM_AFTER_S
+            self._cond.notify_all()

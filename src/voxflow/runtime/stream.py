@@ -224,7 +224,9 @@ class StreamState:
         work.utterance = utterance
         work.end = utterance.num_frames
         work.start = work.next = lead_in(utterance)
-        events: list[SchedulerEvent] = [Prepared(work.request.tag, utterance, compute_s)]
+        events: list[SchedulerEvent] = [
+            Prepared(work.request.tag, utterance, compute_s, cached=work.phrase is not None)
+        ]
         if work.request.takeover is not None:
             self._decide(work)
         return events + self._finish_if_done()

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from voxflow.engines.base import Utterance
 from voxflow.runtime.jobs import SegmentRequest
+
+if TYPE_CHECKING:  # recording imports leads, which imports this module
+    from voxflow.runtime.phrases import CachedPhrase
+    from voxflow.runtime.recording import Recording
 
 __all__ = ["Job", "Lane", "Timing", "Work"]
 
@@ -46,6 +51,11 @@ class Work:
     started: bool = False  # its first window was delivered
     ended: bool = False  # its last window was delivered
     preparing: bool = False
+    # The phrase cache (``voxflow.runtime.cache``): the phrase its windows are cut from (a hit),
+    # or the key and recording of a miss whose rendering is to be kept.
+    phrase: CachedPhrase | None = None
+    cache_key: str | None = None
+    recording: Recording | None = None
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ from voxflow.transports.cartesia.routes import mount_cartesia
 from voxflow.transports.deepgram.routes import mount_deepgram
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 from voxflow.transports.elevenlabs.routes import mount_elevenlabs
+from voxflow.transports.native.prefetch import prefetch
 from voxflow.transports.native.websocket import serve_native
 from voxflow.transports.openai import http as openai_http
+from voxflow.transports.openai.routes import mount_openai_models
 from voxflow.transports.wyoming.server import start_wyoming_server
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
             return JSONResponse({"status": "draining", **streams}, status_code=503)
         if admission.saturated:
             return JSONResponse({"status": "saturated", **streams}, status_code=503)
+        warmup = services.warmup
+        if warmup is not None and not warmup.finished:
+            # --warm: a replica takes traffic once the phrases it was given are in its cache.
+            return JSONResponse(
+                {"status": "warming", "warm": warmup.progress(), **streams}, status_code=503
+            )
         return JSONResponse({"status": "ready", "default_voice": services.default_voice, **streams})
 
     @app.get("/metrics")
@@ -143,10 +151,15 @@ def create_app(settings: ServerSettings) -> FastAPI:
         body = openai_http.SpeechRequest.model_validate(await request.body())
         return await openai_http.speech(body, _services(request))
 
+    @app.post("/v1/cache/prefetch")
+    async def cache_prefetch(request: Request) -> Response:
+        return await prefetch(await request.body(), _services(request))
+
     @app.websocket("/v1/stream")
     async def stream(websocket: WebSocket) -> None:
         await serve_native(websocket, _services(websocket))
 
+    mount_openai_models(app)
     # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs/).
     mount_elevenlabs(app)
     mount_cartesia(app)

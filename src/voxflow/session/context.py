@@ -130,6 +130,8 @@ class Context:
         self._out_rate = options.output_format.sample_rate
         self._seq = 0
         self._synth_s = 0.0
+        self._first_cached: bool | None = None  # the metrics' TTFA split by cache hit or miss
+        self._first_text_end: int | None = None  # characters in when the first segment was cut
         self._misses = 0
         self.words: list[WordTiming] = []
 
@@ -157,6 +159,8 @@ class Context:
         return self._requests(self.buffer.poll(now))
 
     def _requests(self, segments: list[Segment]) -> list[SegmentRequest]:
+        if segments and self._first_text_end is None:
+            self._first_text_end = len(self.text)
         requests: list[SegmentRequest] = []
         for segment in segments:
             lead, self._lead = self._lead, None
@@ -213,6 +217,8 @@ class Context:
 
     def prepared(self, event: Prepared) -> None:
         self._synth_s += event.compute_s
+        if self._first_cached is None:
+            self._first_cached = event.cached
         piece = self._pieces.get(event.tag)
         if piece is not None:
             piece.utterance = event.utterance
@@ -342,9 +348,11 @@ class Context:
             offset_ms = 1000.0 * self._out_samples / self._out_rate
             duration_ms = 1000.0 * result.samples / self._out_rate
             self._out_samples += result.samples
+            text_end = None
             if self.first_audio_at is None and result.samples > 0:
                 self.first_audio_at = now
-            out.append(AudioOut(self.id, self._seq, offset_ms, duration_ms, result.data))
+                text_end = self._first_text_end
+            out.append(AudioOut(self.id, self._seq, offset_ms, duration_ms, result.data, text_end))
             self._seq += 1
         return out, queued.job.step is EncodeStep.FINISH
 
@@ -367,6 +375,7 @@ class Context:
             rtf=synth_ms / audio_ms if audio_ms > 0 else None,
             chunks=self._seq,
             deadline_misses=self._misses,
+            first_cached=self._first_cached,
         )
 
     def spoken_text(self, played_ms: float) -> str:

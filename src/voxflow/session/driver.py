@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import replace
 
-from voxflow.runtime.jobs import Drained, SchedulerEvent
+from voxflow.runtime.jobs import Drained, SchedulerEvent, SegmentRequest
 from voxflow.runtime.scheduler import Scheduler, StreamHandle
 from voxflow.session.encode_lanes import EncodeLanes
 from voxflow.session.encoding import Encoded
@@ -42,6 +42,7 @@ from voxflow.session.events import (
     DoneOut,
     EncodeAudio,
     OpenStream,
+    PrefetchSegment,
     SubmitSegment,
     TimestampsOut,
 )
@@ -130,6 +131,8 @@ class SessionDriver:
                 ).inc()
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)
+            elif isinstance(output, PrefetchSegment):
+                self._prefetch(output.request)
             elif isinstance(output, CloseStream):
                 self._streams[output.serial].close_input()
             elif isinstance(output, CancelStream):
@@ -144,6 +147,11 @@ class SessionDriver:
                 self._emit(output)
         self._wake.set()
 
+    def _prefetch(self, request: SegmentRequest) -> None:
+        # Its outcome is the cache's business: a failure is logged by the scheduler, and the
+        # listener who later asks for the phrase gets it rendered then.
+        self._scheduler.prefetch(request)
+
     def _emit(self, event: ClientEvent) -> None:
         now = self._clock()
         if isinstance(event, AudioOut):
@@ -154,7 +162,11 @@ class SessionDriver:
         elif isinstance(event, DoneOut | CancelledOut):
             self._last_audio.pop(event.context_id, None)
             if isinstance(event, DoneOut) and event.metrics.ttfa_ms is not None:
-                self._metrics.ttfa.labels(self._protocol).observe(event.metrics.ttfa_ms / 1000.0)
+                ttfa_s = event.metrics.ttfa_ms / 1000.0
+                self._metrics.ttfa.labels(self._protocol).observe(ttfa_s)
+                cached = event.metrics.first_cached
+                if self._metrics.cache_ttfa is not None and cached is not None:
+                    self._metrics.cache_ttfa.labels("hit" if cached else "miss").observe(ttfa_s)
             if isinstance(event, CancelledOut):
                 # Audio still queued for a cancelled context would only delay `cancelled`.
                 self.outbound.purge(event.context_id)

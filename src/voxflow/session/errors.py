@@ -86,6 +86,12 @@ CODES: Mapping[str, ErrorCode] = MappingProxyType(
             "the server is at its cap of active streams; retry after retry_after_ms", True
         ),
         "shutting_down": ErrorCode("the server is shutting down; retry on another replica", True),
+        # -- the phrase cache (runtime/cache.py, POST /v1/cache/prefetch) -------------------------
+        "cache_disabled": ErrorCode("a prefetch on a server without a phrase cache"),
+        "prefetch_queue_full": ErrorCode("too many prefetches are waiting to be rendered", True),
+        "prefetch_timeout": ErrorCode(
+            "a waiting prefetch that was not rendered in time (its rendering goes on)", True
+        ),
         # -- access control (server/security.py), answered before any protocol runs ----------------
         "unauthorized": ErrorCode("no API key, or a key the server does not have (--api-key)"),
         "forbidden_origin": ErrorCode(

@@ -31,6 +31,8 @@ class ContextMetrics:
     rtf: float | None
     chunks: int
     deadline_misses: int
+    # Whether its first segment came from the phrase cache (None: it had no segment).
+    first_cached: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class AudioOut:
     offset_ms: float
     duration_ms: float
     data: bytes = field(repr=False)  # encoded in the context's output format
+    # On a context's first audio only: how many characters of its text had arrived when its first
+    # segment was cut, i.e. the text this audio waited for (what came after, it did not).
+    text_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,13 @@ class SubmitSegment:
 
 
 @dataclass(frozen=True)
+class PrefetchSegment:
+    """Render ``request`` into the phrase cache; no stream, no listener (``Session.prefetch``)."""
+
+    request: SegmentRequest
+
+
+@dataclass(frozen=True)
 class CloseStream:
     serial: int
 
@@ -119,5 +131,7 @@ class EncodeAudio:
     job: EncodeJob
 
 
-RuntimeCommand = OpenStream | SubmitSegment | CloseStream | CancelStream | EncodeAudio
+RuntimeCommand = (
+    OpenStream | SubmitSegment | PrefetchSegment | CloseStream | CancelStream | EncodeAudio
+)
 Output = ClientEvent | RuntimeCommand

@@ -12,6 +12,7 @@ import logging
 import queue
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from voxflow.runtime.jobs import SchedulerEvent, SegmentRequest
@@ -25,6 +26,7 @@ from voxflow.session.events import (
     EncodeAudio,
     ErrorOut,
     OpenStream,
+    PrefetchSegment,
     SubmitSegment,
 )
 from voxflow.session.session import Session
@@ -57,6 +59,7 @@ class LocalRunner:
         self._streams: dict[int, StreamHandle] = {}
         self.events: list[ClientEvent] = []  # every client event so far, in order
         self.submitted: list[SegmentRequest] = []  # every engine request so far, in order
+        self.prefetched: list[Future[str]] = []  # every prefetch so far (``Session.prefetch``)
         self._ended: set[str] = set()  # contexts that are done, cancelled or failed
         # The scheduler result that ``step`` applied last (its client events are the ones that
         # step returned): lets a benchmark see which request a word timing came from.
@@ -76,6 +79,8 @@ class LocalRunner:
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)
                 self.submitted.append(output.request)
+            elif isinstance(output, PrefetchSegment):
+                self.prefetched.append(self._scheduler.prefetch(output.request))
             elif isinstance(output, CloseStream):
                 self._streams[output.serial].close_input()
             elif isinstance(output, CancelStream):
@@ -133,7 +138,9 @@ class LocalRunner:
         return deliver
 
 
-DrainedOutput = ClientEvent | OpenStream | SubmitSegment | CloseStream | CancelStream
+DrainedOutput = (
+    ClientEvent | OpenStream | SubmitSegment | PrefetchSegment | CloseStream | CancelStream
+)
 
 
 def drain_encoded(session: Session, clock: Callable[[], float]) -> list[DrainedOutput]:

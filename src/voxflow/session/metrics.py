@@ -22,6 +22,8 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from voxflow.runtime.cache import CacheStats, Tier
+from voxflow.runtime.redis_tier import RedisTierStats
 from voxflow.runtime.scheduler import SchedulerStats
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
@@ -48,6 +50,67 @@ class _SchedulerCollector(Collector):
             "voxflow_deadline_misses",
             "Windows finished after their stream's playback deadline",
             value=stats.deadline_misses,
+        )
+
+
+class _CacheCollector(Collector):
+    """The phrase cache's counters, read at scrape time (runtime.cache, runtime.redis_tier)."""
+
+    def __init__(
+        self, stats: Callable[[], CacheStats], shared: Callable[[], RedisTierStats] | None
+    ) -> None:
+        self._stats = stats
+        self._shared = shared
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._stats()
+        hits = CounterMetricFamily(
+            "voxflow_cache_hits",
+            "Phrase cache lookups that found the phrase, by tier",
+            labels=["tier"],
+        )
+        for tier in Tier:
+            hits.add_metric([tier.value], stats.hits[tier])
+        yield hits
+        yield CounterMetricFamily(
+            "voxflow_cache_misses", "Phrase cache lookups that rendered", value=stats.misses
+        )
+        lookups = sum(stats.hits.values()) + stats.misses
+        yield GaugeMetricFamily(
+            "voxflow_cache_hit_ratio",
+            "Phrase cache hits over lookups since start (0 before any lookup)",
+            value=sum(stats.hits.values()) / lookups if lookups else 0.0,
+        )
+        yield CounterMetricFamily(
+            "voxflow_cache_stored", "Phrases kept (admitted and rendered whole)", value=stats.stored
+        )
+        yield CounterMetricFamily(
+            "voxflow_cache_evictions", "Phrases pushed out of memory", value=stats.evictions
+        )
+        yield GaugeMetricFamily(
+            "voxflow_cache_bytes", "Bytes the memory tier holds", value=stats.bytes
+        )
+        yield GaugeMetricFamily("voxflow_cache_entries", "Phrases in memory", value=stats.entries)
+        if self._shared is None:
+            return
+        shared = self._shared()
+        yield GaugeMetricFamily(
+            "voxflow_cache_shared_up",
+            "1 while the shared tier (Redis) answers, 0 while it is left alone after a failure",
+            value=1.0 if shared.available else 0.0,
+        )
+        yield CounterMetricFamily(
+            "voxflow_cache_shared_errors",
+            "Shared-tier calls that failed (down, slow, bad data): each a miss or a lost write",
+            value=shared.errors,
+        )
+        yield CounterMetricFamily(
+            "voxflow_cache_shared_writes", "Phrases written to the shared tier", value=shared.writes
+        )
+        yield CounterMetricFamily(
+            "voxflow_cache_shared_dropped_writes",
+            "Writes dropped: the shared tier was down or its queue full",
+            value=shared.dropped_writes,
         )
 
 
@@ -136,6 +199,7 @@ class ServerMetrics:
             registry=self.registry,
         )
         self.gc_frozen.set_function(lambda: float(gc.get_freeze_count()))
+        self.cache_ttfa: Histogram | None = None  # with a phrase cache (``watch_cache``)
         self.rejected = Counter(
             "voxflow_rejected",
             "Requests and contexts refused before any work, by reason",
@@ -149,6 +213,19 @@ class ServerMetrics:
 
     def watch_scheduler(self, stats: Callable[[], SchedulerStats]) -> None:
         self.registry.register(_SchedulerCollector(stats))
+
+    def watch_cache(
+        self, stats: Callable[[], CacheStats], shared: Callable[[], RedisTierStats] | None
+    ) -> None:
+        self.registry.register(_CacheCollector(stats, shared))
+        self.cache_ttfa = Histogram(
+            "voxflow_cache_ttfa_seconds",
+            "Time from a context's first text to its first audio, by whether its first segment "
+            "was a phrase cache hit",
+            ["result"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -78,6 +78,7 @@ class SessionConfig:
     seams: SeamSettings = field(default_factory=SeamSettings)
     normalizer: Normalizer = field(default_factory=Normalizer)  # server-wide lexicon included
     max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS  # spoken characters per engine call
+    phrase_cache: bool = False  # the server has one: ``Session.prefetch`` may be used
 
 
 @dataclass(frozen=True)

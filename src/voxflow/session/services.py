@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 
 from voxflow.audio.seams import SeamSettings
 from voxflow.config import ServerSettings
+from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime.cache import CacheSettings, PhraseCache
+from voxflow.runtime.redis_tier import RedisTier, RedisTierSettings
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.driver import SessionDriver
@@ -17,6 +20,7 @@ from voxflow.session.encoder_pool import EncoderPool
 from voxflow.session.metrics import ServerMetrics
 from voxflow.session.runner import RunnerSettings, StopSignal
 from voxflow.session.session import Session, SessionConfig
+from voxflow.session.warm import Warmup
 from voxflow.text.buffer import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize import Normalizer
@@ -38,6 +42,9 @@ class Services:
     encoder_pool: EncoderPool
     # The server-wide cap on active streams; every session of the server shares it.
     admission: Admission
+    # The phrase cache (None: --cache-bytes 0) and its start-up warming (``--warm``).
+    cache: PhraseCache | None = None
+    warmup: Warmup | None = None
     # Set when a shutdown's drain time is over: every connection's runner ends it with its
     # protocol's last words (``WireProtocol.shutdown``).
     stopping: StopSignal = field(default_factory=StopSignal)
@@ -50,12 +57,22 @@ class Services:
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
         engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
         engine.load(default_voice)
+        cache = _phrase_cache(settings)
+        if cache is not None:
+            # The first key of a voice hashes its model: here, not in a listener's first job.
+            cache.key(engine, "", default_voice, VoiceSettings())
         scheduler = Scheduler(
             engine,
             SchedulerSettings(workers=settings.worker_threads, max_lead_s=settings.max_lead_s),
+            cache=cache,
         )
         metrics = metrics or ServerMetrics()
         metrics.watch_scheduler(scheduler.stats)
+        if cache is not None:
+            shared = cache.shared
+            metrics.watch_cache(
+                cache.stats, shared.stats if isinstance(shared, RedisTier) else None
+            )
         lexicon = (
             None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
         )
@@ -66,7 +83,12 @@ class Services:
         )
         metrics.admitted_streams.set_function(lambda: admission.active)
         metrics.stream_limit.set(admission.limit)
-        return cls(
+        warmup = None
+        if settings.warm_path is not None:
+            if cache is None:
+                raise ValueError("--warm needs the phrase cache (--cache-bytes > 0)")
+            warmup = Warmup.from_file(settings.warm_path)
+        services = cls(
             settings,
             registry,
             engine,
@@ -76,7 +98,12 @@ class Services:
             Normalizer(lexicon),
             encoder_pool,
             admission,
+            cache,
+            warmup,
         )
+        if warmup is not None:
+            warmup.start(services.new_local_session(), scheduler)
+        return services
 
     def session_config(self) -> SessionConfig:
         return SessionConfig(
@@ -87,7 +114,12 @@ class Services:
             max_message_chars=self.settings.max_message_chars,
             seams=SeamSettings(sentence_pause_ms=self.settings.sentence_pause_ms),
             normalizer=self.normalizer,
+            phrase_cache=self.cache is not None,
         )
+
+    def new_local_session(self) -> Session:
+        """A session for the server's own use (warming): no admission slot, no connection."""
+        return Session(self.session_config(), self.registry.get)
 
     def new_driver(self, protocol: str, config: SessionConfig | None = None) -> SessionDriver:
         """A session and its driver for one connection of ``protocol`` (on the event loop)."""
@@ -135,3 +167,17 @@ class Services:
     def shutdown(self) -> None:
         self.scheduler.shutdown()
         self.encoder_pool.shutdown(wait=True, cancel_futures=True)
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _phrase_cache(settings: ServerSettings) -> PhraseCache | None:
+    if settings.cache_bytes == 0:
+        return None
+    shared = None
+    if settings.cache_url is not None:
+        shared = RedisTier(
+            RedisTierSettings(settings.cache_url, settings.cache_ttl_s, settings.cache_timeout_s)
+        )
+        log.info("phrase cache: shared tier redis at %s", shared.address)
+    return PhraseCache(CacheSettings(memory_bytes=settings.cache_bytes), shared)

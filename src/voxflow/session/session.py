@@ -51,6 +51,7 @@ from voxflow.session.events import (
     ErrorOut,
     OpenStream,
     Output,
+    PrefetchSegment,
     SubmitSegment,
 )
 from voxflow.session.options import (
@@ -139,6 +140,24 @@ class Session:
             self._submit(context, context.flush())
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
+
+    @_notifies
+    def prefetch(self, context_id: str | None, options: StartOptions, text: str, now: float) -> int:
+        """Have ``text`` rendered into the phrase cache, cut into the engine requests that a
+        whole-text request with ``options`` would make, so that a later request of it is a hit.
+        No context is opened and no stream slot is taken; errors name ``context_id``. Returns
+        how many requests went out (0 when refused)."""
+        with self._errors(context_id):
+            if not self._config.phrase_cache:
+                raise SessionError("cache_disabled", "this server has no phrase cache")
+            check_text(text, self._config.max_message_chars)
+            resolved = context_options(self._config, options, self._voices)
+            # A context of its own that nothing else sees: serial 0 is never a stream's.
+            context = Context(context_id or DEFAULT_CONTEXT, 0, resolved, now)
+            requests = context.add_text(clean_text(text), now) + context.flush()
+            self._outputs.extend(PrefetchSegment(request) for request in requests)
+            return len(requests)
+        return 0
 
     @_notifies
     def text(self, context_id: str | None, text: str, now: float) -> None:
@@ -324,14 +343,14 @@ class Session:
     def _encode(self, context: Context, jobs: list[EncodeJob]) -> None:
         self._outputs.extend(EncodeAudio(context.serial, job) for job in jobs)
 
-    def _errors(self, cid: str) -> _ErrorCatcher:
+    def _errors(self, cid: str | None) -> _ErrorCatcher:
         return _ErrorCatcher(self._outputs, cid)
 
 
 class _ErrorCatcher:
     """Turns a ``SessionError`` raised inside a client call into an ``ErrorOut``."""
 
-    def __init__(self, outputs: list[Output], cid: str) -> None:
+    def __init__(self, outputs: list[Output], cid: str | None) -> None:
         self._outputs = outputs
         self._cid = cid
 

@@ -26,6 +26,7 @@ HTTP_STATUS: Mapping[str, int] = MappingProxyType(
         "unauthorized": 401,
         "forbidden_origin": 403,
         "forbidden_host": 403,
+        "prefetch_queue_full": 429,
     }
 )
 

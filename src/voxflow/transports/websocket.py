@@ -9,12 +9,19 @@ runner, which drops a client whose close frame cannot be written (it stopped rea
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.runner import Close, PeerGone, Transport
 from voxflow.transports.abort import scope_abort
+from voxflow.transports.http_status import HttpError
 
-__all__ = ["WebSocketFrame", "websocket_transport"]
+__all__ = ["WebSocketFrame", "refuse_while_draining", "websocket_transport"]
+
+DENIAL_EXTENSION = "websocket.http.response"  # ASGI: answer a handshake with an HTTP response
 
 WebSocketFrame = str | bytes
 _MAX_REASON_BYTES = 123  # the WebSocket limit on a close reason
@@ -54,3 +61,23 @@ def websocket_transport(websocket: WebSocket) -> Transport[WebSocketFrame, WebSo
             raise PeerGone(str(error)) from error
 
     return Transport(receive, send, close, scope_abort(websocket.scope))
+
+
+async def refuse_while_draining(
+    websocket: WebSocket, draining: bool, answer: Callable[[str, str], HttpError]
+) -> bool:
+    """Refuse a handshake that comes while the server drains, with the protocol's HTTP error
+    (``answer(code, message)``: 503 and its body) and ``Retry-After``; True when it did.
+
+    A load balancer learns that a replica is leaving from such an answer and retries the
+    handshake on another one (nginx's ``proxy_next_upstream http_503``), where an accepted
+    socket whose first message is refused would be a failed session. A server without the
+    ASGI denial response (False): the socket is accepted and its protocol refuses the stream.
+    """
+    if not draining or DENIAL_EXTENSION not in websocket.scope.get("extensions", {}):
+        return False
+    error = answer("shutting_down", SHUTTING_DOWN)
+    await websocket.send_denial_response(
+        JSONResponse(error.body, status_code=error.status, headers={"retry-after": "1"})
+    )
+    return True

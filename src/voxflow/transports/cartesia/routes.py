@@ -17,10 +17,11 @@ from starlette.websockets import WebSocket
 from voxflow.session.runner import run_connection
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError
+from voxflow.transports.cartesia import errors as cartesia_errors
 from voxflow.transports.cartesia import http as cartesia_http
 from voxflow.transports.cartesia.http import BytesBody, error_response
 from voxflow.transports.cartesia.protocol import CartesiaProtocol
-from voxflow.transports.websocket import websocket_transport
+from voxflow.transports.websocket import refuse_while_draining, websocket_transport
 
 __all__ = ["mount_cartesia", "serve_cartesia"]
 
@@ -28,6 +29,10 @@ TRY_AGAIN_LATER = 1013  # the WebSocket close for a server that is still startin
 
 
 async def serve_cartesia(websocket: WebSocket, services: Services) -> None:
+    if await refuse_while_draining(
+        websocket, services.admission.draining, cartesia_errors.http_error
+    ):
+        return
     await websocket.accept()
     driver = services.new_driver("cartesia_ws")
     protocol = CartesiaProtocol(driver.session, driver.now, services)

@@ -13,11 +13,12 @@ from starlette.websockets import WebSocket
 from voxflow.session.runner import run_connection
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError
+from voxflow.transports.elevenlabs import errors as elevenlabs_errors
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.errors import TRY_AGAIN_LATER
 from voxflow.transports.elevenlabs.http import SpeechBody, error_response
 from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol, driver_contexts
-from voxflow.transports.websocket import websocket_transport
+from voxflow.transports.websocket import refuse_while_draining, websocket_transport
 
 __all__ = ["mount_elevenlabs", "serve_elevenlabs"]
 
@@ -25,6 +26,10 @@ __all__ = ["mount_elevenlabs", "serve_elevenlabs"]
 async def serve_elevenlabs(
     websocket: WebSocket, services: Services, voice_id: str, multi: bool
 ) -> None:
+    if await refuse_while_draining(
+        websocket, services.admission.draining, elevenlabs_errors.http_error
+    ):
+        return
     await websocket.accept()
     config = replace(services.session_config(), max_contexts=driver_contexts(services, multi))
     driver = services.new_driver("elevenlabs_ws", config)

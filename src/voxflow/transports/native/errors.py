@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from voxflow.session.errors import is_retryable
 from voxflow.session.events import ErrorOut
+from voxflow.transports.http_status import HttpError, http_status
 
-__all__ = ["WIRE_CODES", "error_body", "wire_code"]
+__all__ = ["WIRE_CODES", "error_body", "http_error", "wire_code"]
 
 WIRE_CODES: Mapping[str, str] = MappingProxyType(
     {
@@ -45,3 +47,13 @@ def error_body(event: ErrorOut) -> dict[str, Any]:
     if event.retry_after_ms is not None:
         body["retry_after_ms"] = round(event.retry_after_ms)
     return body
+
+
+# The native HTTP routes' own statuses (``POST /v1/cache/prefetch``), over the shared ones.
+HTTP_STATUS: Mapping[str, int] = MappingProxyType({"cache_disabled": 409, "prefetch_timeout": 504})
+
+
+def http_error(code: str, message: str) -> HttpError:
+    """A refused native HTTP request or handshake: ``{"error": {code, message, retryable}}``."""
+    body = {"code": wire_code(code), "message": message, "retryable": is_retryable(code)}
+    return HttpError(http_status(code, HTTP_STATUS), {"error": body})

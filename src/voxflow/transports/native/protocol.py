@@ -41,7 +41,7 @@ NORMAL_CLOSE_CODE = 1000
 WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
 INTERNAL_ERROR_CLOSE_CODE = 1011
 SERVICE_RESTART_CLOSE_CODE = 1012
-MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel")
+MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel", "prefetch")
 MAX_LEXICON_ENTRIES = 1000
 
 
@@ -160,6 +160,11 @@ class NativeProtocol:
             session.flush(context_id, now)
         elif kind == "end":
             session.end(context_id, now)
+        elif kind == "prefetch":
+            text = message.get("text")
+            if not isinstance(text, str):
+                raise SessionError("invalid_message", "prefetch message needs a string 'text'")
+            session.prefetch(context_id, parse_start(message), clean_text(text), now)
         elif kind == "cancel":
             played_ms = finite_number(message.get("played_ms"), "played_ms")
             if played_ms is not None and played_ms < 0:
@@ -204,6 +209,8 @@ def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
             "offset_ms": round(event.offset_ms, 3),
             "duration_ms": round(event.duration_ms, 3),
         }
+        if event.text_end is not None:
+            body["text_end"] = event.text_end
         if binary:
             body["bytes"] = len(event.data)
             extra = event.data
@@ -236,6 +243,8 @@ def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
                 "rtf": None if m.rtf is None else round(m.rtf, 4),
                 "chunks": m.chunks,
                 "deadline_misses": m.deadline_misses,
+                # Its first segment came from the phrase cache (null: it had none).
+                "cached": m.first_cached,
             },
         }
     elif isinstance(event, CancelledOut):

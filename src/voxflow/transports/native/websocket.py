@@ -6,13 +6,16 @@ from starlette.websockets import WebSocket
 
 from voxflow.session.runner import run_connection
 from voxflow.session.services import Services
+from voxflow.transports.native.errors import http_error
 from voxflow.transports.native.protocol import NativeProtocol
-from voxflow.transports.websocket import websocket_transport
+from voxflow.transports.websocket import refuse_while_draining, websocket_transport
 
 __all__ = ["serve_native"]
 
 
 async def serve_native(websocket: WebSocket, services: Services) -> None:
+    if await refuse_while_draining(websocket, services.admission.draining, http_error):
+        return
     binary = websocket.query_params.get("audio") == "binary"
     await websocket.accept()
     driver = services.new_driver("native")

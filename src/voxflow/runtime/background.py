@@ -1,0 +1,104 @@
+"""Work the scheduler does for the phrase cache when nothing is due: prefetches and fills.
+
+A *prefetch* renders a request that no listener waits for yet (``--warm`` at start-up, a client's
+prefetch call): it looks the phrase up first (a shared-tier hit is kept in memory and is all it
+takes), else prepares it and renders it window by window, then stores it. A *fill* renders the
+frames a recording lacks (a takeover's head, which its lead spoke; a lead's tail, which its
+takeover spoke) so that the whole phrase can be kept.
+
+Each task runs in steps of bounded cost (one text stage, or one window of ``WINDOW_FRAMES``), one
+step per pick, so that a background task holds a worker no longer than a foreground job would
+and a stream that becomes due waits for at most one step. A task's result is its future:
+where the phrase came from (``PREFETCH_*``), or the exception that stopped it.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Protocol
+
+from voxflow.engines.base import Engine, Utterance
+from voxflow.runtime.cache import PhraseCache
+from voxflow.runtime.jobs import SegmentRequest
+from voxflow.runtime.leads import lead_in
+from voxflow.runtime.recording import Recording
+
+__all__ = [
+    "PREFETCH_CACHED",
+    "PREFETCH_RENDERED",
+    "BackgroundTask",
+    "FillTask",
+    "PrefetchTask",
+]
+
+log = logging.getLogger(__name__)
+
+WINDOW_FRAMES = 64  # about 0.75 s of audio on the bundled voice, 30-50 ms of one core
+PREFETCH_CACHED = "cached"  # already in memory, or found in the shared tier
+PREFETCH_RENDERED = "rendered"
+
+
+class BackgroundTask(Protocol):
+    future: Future[str]
+
+    def step(self, engine: Engine) -> bool:
+        """Run one bounded step on the calling worker; True once the task is finished (its
+        future then has its result). May raise: the scheduler sets the future's exception."""
+        ...
+
+
+class FillTask:
+    """Render what a recording lacks (``Recording.missing``), then keep the whole phrase."""
+
+    def __init__(self, recording: Recording, cache: PhraseCache) -> None:
+        self.future: Future[str] = Future()
+        self._recording = recording
+        self._cache = cache
+
+    def step(self, engine: Engine) -> bool:
+        recording = self._recording
+        head, tail = recording.missing()
+        utterance = recording.utterance
+        head_audio = None if head is None else engine.render(utterance, *head, threads=1)
+        tail_audio = None if tail is None else engine.render(utterance, *tail, threads=1)
+        self._cache.store(recording.key, recording.complete(head_audio, tail_audio))
+        self.future.set_result(PREFETCH_RENDERED)
+        return True
+
+
+class PrefetchTask:
+    """Look ``request`` up in the cache, else render it whole and keep it."""
+
+    def __init__(self, request: SegmentRequest, cache: PhraseCache) -> None:
+        self.future: Future[str] = Future()
+        self._request = request
+        self._cache = cache
+        self._recording: Recording | None = None
+
+    def step(self, engine: Engine) -> bool:
+        if self._recording is None:
+            request = self._request
+            # The key on the worker: the first one of a voice hashes its model file.
+            key = self._cache.key(engine, request.text, request.voice, request.settings)
+            found = self._cache.lookup(key, force=True)
+            if found.phrase is not None:
+                self.future.set_result(PREFETCH_CACHED)
+                return True
+            utterance = engine.prepare(request.text, request.voice, request.settings, threads=1)
+            self._recording = Recording(key, utterance, lead_in(utterance))
+            return self._finish_if_whole(utterance)
+        recording = self._recording
+        start = recording.end_frame
+        end = min(recording.utterance.num_frames, start + WINDOW_FRAMES)
+        recording.add(start, end, engine.render(recording.utterance, start, end, threads=1))
+        return self._finish_if_whole(recording.utterance)
+
+    def _finish_if_whole(self, utterance: Utterance) -> bool:
+        recording = self._recording
+        assert recording is not None
+        if not recording.reached_end:
+            return False
+        self._cache.store(recording.key, recording.complete())
+        self.future.set_result(PREFETCH_RENDERED)
+        return True

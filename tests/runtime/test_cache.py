@@ -1,0 +1,171 @@
+"""The phrase cache's tiers and admission rule (runtime.cache), the shared tier a real Redis."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis as redis_client
+
+from voxflow.engines.base import Utterance, VoiceSettings
+from voxflow.engines.piper import PiperEngine
+from voxflow.runtime.cache import CacheSettings, PhraseCache, Tier
+from voxflow.runtime.phrases import CachedPhrase
+from voxflow.runtime.redis_tier import RedisTier, RedisTierSettings
+
+from ..redis_server import RedisServer, redis_server
+
+
+def _phrase(frames: int, value: float = 0.1, hop: int = 256) -> CachedPhrase:
+    utterance = Utterance(
+        text="x",
+        voice="joe",
+        sample_rate=22050,
+        samples_per_frame=hop,
+        latents=np.zeros((0, frames), dtype=np.float32),
+        phonemes=(),
+        phoneme_frames=np.zeros(0, dtype=np.int64),
+        words=(),
+    )
+    return CachedPhrase(utterance, 0, np.full(frames * hop, value, dtype=np.float32))
+
+
+def test_a_phrase_is_kept_on_its_second_request_not_its_first() -> None:
+    cache = PhraseCache(CacheSettings())
+    first = cache.lookup("k")
+    assert first.phrase is None and not first.admit
+    second = cache.lookup("k")
+    assert second.phrase is None and second.admit
+    cache.store("k", _phrase(10))
+    third = cache.lookup("k")
+    assert third.phrase is not None and third.tier is Tier.MEMORY
+    stats = cache.stats()
+    assert (stats.hits[Tier.MEMORY], stats.misses, stats.stored, stats.entries) == (1, 2, 1, 1)
+
+
+def test_a_forced_lookup_admits_at_once() -> None:
+    cache = PhraseCache(CacheSettings())
+    assert cache.lookup("k", force=True).admit
+
+
+def test_the_seen_list_is_bounded() -> None:
+    cache = PhraseCache(CacheSettings(seen_keys=2))
+    for key in ("a", "b", "c"):
+        cache.lookup(key)
+    assert not cache.lookup("a").admit  # pushed out by c: a first request again
+    assert cache.lookup("c").admit
+
+
+def test_memory_keeps_its_byte_budget_least_recently_used_out_first() -> None:
+    size = _phrase(10).nbytes
+    cache = PhraseCache(CacheSettings(memory_bytes=3 * size))
+    for key in ("a", "b", "c"):
+        cache.store(key, _phrase(10))
+    assert cache.lookup("a").phrase is not None  # a is now the most recently used
+    cache.store("d", _phrase(10))
+    assert cache.contains("a") and not cache.contains("b")
+    assert cache.contains("c") and cache.contains("d")
+    stats = cache.stats()
+    assert stats.evictions == 1 and stats.bytes == 3 * size and stats.entries == 3
+
+
+def test_a_phrase_over_the_size_cap_is_not_kept() -> None:
+    cache = PhraseCache(CacheSettings(max_phrase_bytes=_phrase(10).nbytes - 1))
+    cache.store("k", _phrase(10))
+    assert not cache.contains("k") and cache.stats().stored == 0
+
+
+def test_storing_a_key_again_replaces_it_and_counts_its_bytes_once() -> None:
+    cache = PhraseCache(CacheSettings())
+    cache.store("k", _phrase(10))
+    cache.store("k", _phrase(20))
+    phrase = cache.lookup("k").phrase
+    assert phrase is not None and phrase.utterance.num_frames == 20
+    assert cache.stats().bytes == _phrase(20).nbytes
+
+
+def test_keys_come_from_the_engines_voice_files(engine: PiperEngine) -> None:
+    cache = PhraseCache(CacheSettings())
+    key = cache.key(engine, "Hello.", "joe", VoiceSettings(seed=1))
+    assert key == cache.key(engine, "Hello.", "joe", VoiceSettings(seed=1))
+    assert key != cache.key(engine, "Hello.", "joe", VoiceSettings(seed=2))
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    with redis_server(tmp_path) as server:
+        yield server
+
+
+def _tier(redis: RedisServer, retry_s: float = 0.2) -> RedisTier:
+    return RedisTier(RedisTierSettings(redis.url, ttl_s=60, timeout_s=0.2, retry_s=retry_s))
+
+
+def test_a_phrase_one_replica_kept_is_a_shared_hit_on_another(redis: RedisServer) -> None:
+    one, other = (
+        PhraseCache(CacheSettings(), _tier(redis)),
+        PhraseCache(CacheSettings(), _tier(redis)),
+    )
+    try:
+        phrase = _phrase(12, 0.25)
+        one.store("k", phrase)
+        one.close()  # the writer thread writes what is queued first
+        found = other.lookup("k")
+        assert found.tier is Tier.SHARED and found.phrase is not None
+        assert np.array_equal(found.phrase.audio, phrase.audio)
+        again = other.lookup("k")
+        assert again.tier is Tier.MEMORY  # the replica kept it
+        assert other.stats().hits == {Tier.MEMORY: 1, Tier.SHARED: 1}
+    finally:
+        other.close()
+
+
+def test_redis_going_away_is_a_miss_and_it_comes_back_by_itself(
+    redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="voxflow.runtime.redis_tier")
+    tier = _tier(redis, retry_s=0.2)
+    cache = PhraseCache(CacheSettings(), tier)
+    try:
+        cache.store("k", _phrase(8))
+        _wait(lambda: tier.stats().writes == 1)
+        redis.stop()
+        for key in ("a", "b", "c"):
+            assert cache.lookup(key).phrase is None  # a miss, not an error
+        stats = tier.stats()
+        assert not stats.available and stats.errors >= 1
+        down = [r for r in caplog.records if "unavailable" in r.getMessage()]
+        assert len(down) == 1  # logged once, not per lookup
+        assert "127.0.0.1" in down[0].getMessage()
+        redis.start()  # empty: nothing is saved to disk
+        _wait(lambda: cache.lookup("again").phrase is None and tier.stats().available)
+        assert any("is back" in r.getMessage() for r in caplog.records)
+        cache.store("k2", _phrase(8, 0.5))
+        _wait(lambda: tier.stats().writes == 2)
+    finally:
+        cache.close()
+
+
+def test_an_entry_that_is_not_a_phrase_is_a_miss(redis: RedisServer) -> None:
+    client = redis_client.Redis.from_url(redis.url)
+    try:
+        client.set("voxflow:phrase:k", b"garbage")
+    finally:
+        client.close()
+    tier = _tier(redis)
+    try:
+        assert tier.get("k") is None
+        assert tier.stats().errors == 1 and tier.stats().available
+    finally:
+        tier.close()
+
+
+def _wait(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
