@@ -253,6 +253,9 @@ def test_metrics_give_the_server_figures() -> None:
     assert parse_metrics(text.replace("9.0", "NaN")).tasks is None
     with pytest.raises(ValueError):
         parse_metrics("voxflow_admitted_streams 2.0\n")
+    # What the phrase cache holds on purpose is not counted as growth.
+    cached = parse_metrics(text + "voxflow_cache_bytes 5.24288e+07\n")
+    assert (cached.rss_mib, cached.cache_mib) == (350.0, 50.0)
 
 
 def test_sse_events_and_json_lines_give_their_audio_and_say_when_they_ended() -> None:

@@ -415,3 +415,15 @@ def test_espeak_reads_the_raw_forms_differently(phonemizer: Phonemizer) -> None:
     ours = "".join(phonemizer.phonemes(NORMALIZER.normalize("$3.50").text))
     assert raw != ours
     assert ours == "".join(phonemizer.phonemes("three dollars and fifty cents"))
+
+
+def test_a_text_said_again_is_normalized_once_and_the_result_shared() -> None:
+    normalizer = Normalizer()
+    first = normalizer.normalize("It costs $3.50 at 10am.")
+    again = normalizer.normalize("It costs $3.50 at 10am.")
+    assert again is first  # remembered (a Normalized is immutable)
+    assert normalizer.normalize("It costs $3.50 at 10am.", NormalizationMode.OFF) is not first
+    for n in range(Normalizer.MEMO_ENTRIES):
+        normalizer.normalize(f"Order {n}.")
+    assert normalizer.normalize("It costs $3.50 at 10am.") is not first  # pushed out
+    assert normalizer.normalize("It costs $3.50 at 10am.").text == first.text

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from voxflow.bench.corpus import load_corpus
 from voxflow.bench.stats import Distribution
-from voxflow.client.client import VoxflowClient, speak
+from voxflow.client.client import VoxflowClient, speak, stream_url
 from voxflow.client.recorder import ContextResult
 
 __all__ = ["CacheBenchOptions", "CacheReport", "run_cache_bench"]
@@ -122,7 +122,7 @@ async def run_cache_bench(
     phrases = repeated_replies(trace) or trace[:5]
     say = progress or (lambda _: None)
     seeds = itertools.count(1000)
-    async with VoxflowClient.connect(options.url) as client:
+    async with VoxflowClient.connect(stream_url(options.url)) as client:
         if "hits" in options.sections:
             say("hits")
             hits, misses = [], []
@@ -149,7 +149,7 @@ async def _shared_hits(
 ) -> Distribution:
     assert options.replica_url is not None
     samples: list[float] = []
-    async with VoxflowClient.connect(options.replica_url) as replica:
+    async with VoxflowClient.connect(stream_url(options.replica_url)) as replica:
         for phrase in phrases:
             for _ in range(options.repeats):
                 seed = next(seeds)  # a phrase the replica has never seen

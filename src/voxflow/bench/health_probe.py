@@ -30,6 +30,7 @@ class HealthProbe:
         self._reader: threading.Thread | None = None
         self.round_trips_ms: list[float] = []
         self.failures = 0
+        self._first = threading.Event()
 
     def __enter__(self) -> HealthProbe:
         self._process = subprocess.Popen(
@@ -42,6 +43,9 @@ class HealthProbe:
         assert stdout is not None
         self._reader = threading.Thread(target=self._read, args=(stdout,), daemon=True)
         self._reader.start()
+        # Probing before what it watches starts: a fault over before the probe process had
+        # started (a second of Python start-up) would have no probe at all.
+        self._first.wait(_STOP_BOUND_S)
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -64,6 +68,8 @@ class HealthProbe:
                 self.failures += 1
             elif word:
                 self.round_trips_ms.append(float(word))
+            self._first.set()
+        self._first.set()  # the process ended (or never probed): nobody waits on it
 
 
 def _ask(host: str, port: int, timeout_s: float) -> bool:

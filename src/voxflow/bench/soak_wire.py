@@ -188,7 +188,11 @@ async def post_json(
 @dataclass(frozen=True)
 class ServerStats:
     """Read from ``/metrics``; threads from ``voxflow_threads{kind="os"}`` (or /proc/<pid>),
-    the event loop's tasks from ``voxflow_event_loop_tasks`` (None where either is missing)."""
+    the event loop's tasks from ``voxflow_event_loop_tasks`` (None where either is missing).
+
+    ``rss_mib`` is the resident size less what the phrase cache holds (``voxflow_cache_bytes``,
+    ``cache_mib``): the cache keeps phrases said again on purpose, up to its budget, and a leak
+    is what grows besides it."""
 
     rss_mib: float
     open_fds: int
@@ -196,6 +200,7 @@ class ServerStats:
     tasks: int | None
     admitted_streams: int
     at: float
+    cache_mib: float = 0.0
 
 
 def _sample(text: str, name: str, labels: str = "") -> float | None:
@@ -213,13 +218,15 @@ def parse_metrics(text: str, pid: int | None = None) -> ServerStats:
         threads = _proc_threads(pid)
     admitted = _sample(text, "voxflow_admitted_streams") or 0.0
     tasks = _sample(text, "voxflow_event_loop_tasks")
+    cache = _sample(text, "voxflow_cache_bytes") or 0.0
     return ServerStats(
-        rss / _MIB,
+        (rss - cache) / _MIB,
         int(fds),
         None if threads is None else int(threads),
         None if tasks is None or math.isnan(tasks) else int(tasks),
         int(admitted),
         time.monotonic(),
+        cache / _MIB,
     )
 
 

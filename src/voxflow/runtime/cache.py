@@ -115,6 +115,24 @@ class PhraseCache:
         fingerprint = self._fingerprints.of(info.model_path, info.config_path)
         return phrase_key(type(engine).__name__, fingerprint, text, info.name, settings)
 
+    def memory_hit(
+        self, engine: Engine, text: str, voice: str, settings: VoiceSettings
+    ) -> CachedPhrase | None:
+        """The phrase if memory holds it, counted as a hit; None otherwise, counted as
+        nothing (the full ``lookup`` follows). Quick enough for any thread: it reads no file
+        (a voice whose model was never hashed is None) and never asks the shared tier."""
+        info = engine.voice_info(voice)
+        fingerprint = self._fingerprints.known(info.model_path, info.config_path)
+        if fingerprint is None:
+            return None
+        key = phrase_key(type(engine).__name__, fingerprint, text, info.name, settings)
+        with self._lock:
+            phrase = self._entries.get(key)
+            if phrase is not None:
+                self._entries.move_to_end(key)
+                self._hits[Tier.MEMORY] += 1
+            return phrase
+
     def lookup(self, key: str, force: bool = False) -> Lookup:
         """The phrase under ``key``: from memory, else from the shared tier (then kept in
         memory). On a miss, ``admit`` says whether to keep the rendering: ``force``, or the

@@ -107,6 +107,11 @@ class ModelFingerprints:
         self._lock = threading.Lock()
         self._known: dict[tuple[Path, Path], str] = {}
 
+    def known(self, model_path: Path, config_path: Path) -> str | None:
+        """The fingerprint if it was computed already (never reads a file)."""
+        with self._lock:
+            return self._known.get((model_path, config_path))
+
     def of(self, model_path: Path, config_path: Path) -> str:
         paths = (model_path, config_path)
         with self._lock:

@@ -52,6 +52,7 @@ from voxflow.runtime.jobs import (
     Takeover,
 )
 from voxflow.runtime.memory import free_memory_trimmer
+from voxflow.runtime.phrases import CachedPhrase
 from voxflow.runtime.priority import lower_thread_priority
 from voxflow.runtime.recording import Recording
 from voxflow.runtime.stream import Job, Lane, StreamState
@@ -316,6 +317,7 @@ class Scheduler:
 
     def _schedule(self, stream: StreamState) -> None:
         """(Re)queue each lane of ``stream`` that has a job to run."""
+        self._serve_from_memory(stream)
         now = self._clock()
         for lane in Lane:
             stream.versions[lane] += 1
@@ -332,6 +334,48 @@ class Scheduler:
             else:
                 heapq.heappush(self._ready, (timing.deadline, order, stream, lane, version))
             self._cond.notify()
+
+    def _serve_from_memory(self, stream: StreamState) -> None:
+        """Run the main lane's jobs here, on the calling thread, while they are cut from a phrase
+        in memory and due: a hit needs no worker, so it neither waits for one (a busy worker
+        renders a window of 20 to 60 ms) nor pays the hand-over to a thread. A text stage that
+        memory cannot answer, the shared tier and everything rendered go to the workers."""
+        while self._cache is not None and not stream.cancelled:
+            work = stream.runnable(Lane.MAIN)
+            if work is None:
+                return
+            now = self._clock()
+            if work.utterance is None:
+                phrase = self._memory_hit(work.request)
+                if phrase is None:
+                    return
+                work.phrase = phrase
+                job = stream.take(Lane.MAIN, work, now)
+                events = stream.prepared(job, phrase.utterance, 0.0)
+            else:
+                if work.phrase is None or stream.timing(Lane.MAIN, work, now).release > now:
+                    return
+                job = stream.take(Lane.MAIN, work, now)
+                assert job.window is not None
+                audio = work.phrase.window(*job.window)
+                events = stream.rendered(job, audio, 0.0, now)
+            stream.versions[Lane.MAIN] += 1  # what was queued for the lane is stale now
+            self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
+            events += stream.drained()
+            if events and isinstance(events[-1], Drained):
+                self._streams.pop(stream.id, None)
+            self._deliver(stream, events)
+
+    def _memory_hit(self, request: SegmentRequest) -> CachedPhrase | None:
+        assert self._cache is not None
+        try:
+            return self._cache.memory_hit(
+                self._engine, request.text, request.voice, request.settings
+            )
+        except Exception:
+            # An unknown voice fails in the text stage, with the engine's error, on a worker.
+            log.debug("memory lookup failed; the text stage goes to a worker", exc_info=True)
+            return None
 
     @staticmethod
     def _valid(stream: StreamState, lane: Lane, version: int) -> bool:

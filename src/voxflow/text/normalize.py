@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -276,11 +278,21 @@ def _rules_apply(text: str, pos: int) -> bool:
 
 
 class Normalizer:
-    """Turns written English into the words a TTS voice should say. Stateless and
-    thread-safe; the optional lexicon is applied before every other rule."""
+    """Turns written English into the words a TTS voice should say. Thread-safe; the optional
+    lexicon is applied before every other rule.
+
+    Results are remembered (``MEMO_ENTRIES`` texts, least recently used out first): agents say
+    the same segments again and again, and the rules cost about 0.3 ms a segment, a tenth of a
+    phrase cache hit's whole time to first audio. A ``Normalized`` is immutable, so one result
+    serves every caller."""
+
+    MEMO_ENTRIES = 4096
+    MEMO_MAX_CHARS = 512  # longer texts are not remembered (a segment is at most 300 spoken)
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self._lexicon = lexicon if lexicon else None
+        self._memo: OrderedDict[tuple[str, NormalizationMode], Normalized] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     @property
     def lexicon(self) -> Lexicon | None:
@@ -296,8 +308,25 @@ class Normalizer:
 
     def normalize(self, text: str, mode: NormalizationMode = NormalizationMode.AUTO) -> Normalized:
         """The spoken form of ``text`` with its map back; ``OFF`` returns ``text`` as is."""
-        if NormalizationMode(mode) is NormalizationMode.OFF:
+        mode = NormalizationMode(mode)
+        if mode is NormalizationMode.OFF:
             return Normalized.identity(text)
+        if len(text) > self.MEMO_MAX_CHARS:
+            return self._normalize(text)
+        key = (text, mode)
+        with self._memo_lock:
+            known = self._memo.get(key)
+            if known is not None:
+                self._memo.move_to_end(key)
+                return known
+        normalized = self._normalize(text)
+        with self._memo_lock:
+            self._memo[key] = normalized
+            if len(self._memo) > self.MEMO_ENTRIES:
+                self._memo.popitem(last=False)
+        return normalized
+
+    def _normalize(self, text: str) -> Normalized:
         context = Context(text=text, shouting=is_shouting(text))
         builder = _Builder(text)
         previous: Match | None = None
