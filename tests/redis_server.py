@@ -49,6 +49,9 @@ class RedisServer:
                 "no",
                 "--dir",
                 str(self.directory),
+                # DEBUG SLEEP makes a slow Redis for the tests (loopback only).
+                "--enable-debug-command",
+                "local",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -169,3 +170,27 @@ def _wait(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+def test_a_slow_redis_is_a_miss_within_its_timeout(redis: RedisServer) -> None:
+    tier = _tier(redis, retry_s=5.0)  # a 0.2 s timeout
+    cache = PhraseCache(CacheSettings(), tier)
+    sleeper = redis_client.Redis.from_url(redis.url)
+    stall = threading.Thread(target=lambda: sleeper.execute_command("DEBUG", "SLEEP", "3"))
+    try:
+        stall.start()
+        time.sleep(0.2)  # Redis is asleep now
+        started = time.monotonic()
+        assert cache.lookup("k").phrase is None
+        first = time.monotonic() - started
+        started = time.monotonic()
+        assert cache.lookup("other").phrase is None
+        second = time.monotonic() - started
+        # The first lookup waited for its timeout, not for Redis; the next one does not wait
+        # at all while Redis is left alone (bounds against a hang: 3 s is Redis's sleep).
+        assert first < 2.0 and second < first
+        assert not tier.stats().available and tier.stats().errors == 1
+    finally:
+        stall.join()
+        sleeper.close()
+        cache.close()

@@ -25,6 +25,7 @@ from voxflow.runtime.jobs import (
     Takeover,
 )
 from voxflow.runtime.scheduler import BackgroundQueueFull, Scheduler, SchedulerSettings
+from voxflow.runtime.stream import HIT_FIRST_FRAMES
 
 SENTENCE = "One moment, let me check that for you."
 LONG = (
@@ -127,7 +128,7 @@ def test_a_hit_is_the_rendering_that_filled_it_sample_for_sample(
     assert third.prepared(0).utterance.words == second.prepared(0).utterance.words
 
 
-def test_a_hit_cuts_the_same_windows_a_miss_renders(scheduler: Scheduler) -> None:
+def test_a_hit_covers_the_frames_a_miss_renders(scheduler: Scheduler) -> None:
     Stream(scheduler, [_request(LONG)])
     second = Stream(scheduler, [_request(LONG)])
     third = Stream(scheduler, [_request(LONG)])
@@ -140,9 +141,11 @@ def test_a_hit_cuts_the_same_windows_a_miss_renders(scheduler: Scheduler) -> Non
             if isinstance(e, Rendered)
         ]
 
-    # The same first window (the time to first audio) and the same coverage; later windows
-    # may differ with timing, the samples never do.
-    assert frames(third)[0][:2] == frames(second)[0][:2]
+    # The same frames from the same first frame; a hit's first window is a short one (its
+    # encoding is what the listener waits for). Later windows differ with timing; the samples
+    # never do.
+    assert frames(third)[0][0] == frames(second)[0][0]
+    assert frames(third)[0][1] - frames(third)[0][0] == HIT_FIRST_FRAMES
     assert frames(third)[-1][1] == frames(second)[-1][1]
     assert np.array_equal(third.audio(0), second.audio(0))
 

@@ -336,10 +336,13 @@ class Scheduler:
             self._cond.notify()
 
     def _serve_from_memory(self, stream: StreamState) -> None:
-        """Run the main lane's jobs here, on the calling thread, while they are cut from a phrase
-        in memory and due: a hit needs no worker, so it neither waits for one (a busy worker
-        renders a window of 20 to 60 ms) nor pays the hand-over to a thread. A text stage that
-        memory cannot answer, the shared tier and everything rendered go to the workers."""
+        """Run a phrase's text stage and first window here, on the calling thread, when memory
+        holds it: a hit needs no worker, so its first audio neither waits for one (a busy worker
+        renders a window of 20 to 60 ms) nor pays the hand-over to a thread. Its later windows
+        go through the workers like any job (cut from the cache there): delivered all at once,
+        they would queue ahead of the first window's encoded audio on the event loop. A text
+        stage that memory cannot answer, the shared tier and everything rendered go to the
+        workers."""
         while self._cache is not None and not stream.cancelled:
             work = stream.runnable(Lane.MAIN)
             if work is None:
@@ -353,7 +356,11 @@ class Scheduler:
                 job = stream.take(Lane.MAIN, work, now)
                 events = stream.prepared(job, phrase.utterance, 0.0)
             else:
-                if work.phrase is None or stream.timing(Lane.MAIN, work, now).release > now:
+                if (
+                    work.phrase is None
+                    or work.started
+                    or stream.timing(Lane.MAIN, work, now).release > now
+                ):
                     return
                 job = stream.take(Lane.MAIN, work, now)
                 assert job.window is not None

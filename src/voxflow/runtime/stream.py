@@ -55,6 +55,10 @@ from voxflow.runtime.work import Job, Lane, Timing, Work
 __all__ = ["LEAD_IN_FRAMES", "Job", "Lane", "StreamState", "Timing", "Work"]
 
 TAIL_FRAMES = 2  # of the silence after an utterance's last word, what the seam joiner keeps
+# A phrase cache hit's first window (70 ms on the bundled voice): it costs nothing to cut, and
+# what the listener waits for is its resampling and encoding, which grow with its length. The
+# next windows follow at once.
+HIT_FIRST_FRAMES = 6
 
 
 class StreamState:
@@ -189,6 +193,8 @@ class StreamState:
             # decoder starts once it has all of it, so neither less nor more.
             rest = self._frames_for(work, self._burst_s - self.rendered_s)
             size = max(self._policy.later_frames, rest)
+        if work.phrase is not None and not work.started:
+            size = min(size, HIT_FIRST_FRAMES)
         if self._held(work):
             size = min(size, self._policy.later_frames)
             hold = self._hold_frame(work)
