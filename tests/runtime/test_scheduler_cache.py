@@ -25,7 +25,7 @@ from voxflow.runtime.jobs import (
     Takeover,
 )
 from voxflow.runtime.scheduler import BackgroundQueueFull, Scheduler, SchedulerSettings
-from voxflow.runtime.stream import HIT_FIRST_FRAMES
+from voxflow.runtime.stream import HIT_FIRST_FRAMES, HIT_REST_AFTER_S, Lane
 
 SENTENCE = "One moment, let me check that for you."
 LONG = (
@@ -101,7 +101,7 @@ def cache() -> PhraseCache:
 
 @pytest.fixture
 def scheduler(counting: CountingEngine, cache: PhraseCache) -> Iterator[Scheduler]:
-    scheduler = Scheduler(counting, SchedulerSettings(workers=2), cache=cache)  # type: ignore[arg-type]
+    scheduler = Scheduler(counting, SchedulerSettings(workers=2), cache=cache)
     yield scheduler
     scheduler.shutdown()
 
@@ -292,3 +292,43 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "not in time"
         time.sleep(0.02)
+
+
+def test_a_hit_for_a_decoder_that_reads_a_burst_first_sends_the_burst_at_once(
+    scheduler: Scheduler, engine: PiperEngine
+) -> None:
+    assert scheduler.prefetch(_request(LONG)).result(60) == PREFETCH_RENDERED
+    events: list[SchedulerEvent] = []
+    done = threading.Event()
+
+    def sink(event: SchedulerEvent) -> None:
+        events.append(event)
+        if isinstance(event, Drained):
+            done.set()
+
+    handle = scheduler.open_stream(sink, burst_s=2.0)  # an MP3 client's FFmpeg, say
+    handle.submit(_request(LONG))
+    handle.close_input()
+    assert done.wait(60)
+    first = next(e for e in events if isinstance(e, Rendered))
+    utterance = next(e for e in events if isinstance(e, Prepared)).utterance
+    seconds = (first.end_frame - first.start_frame) * utterance.samples_per_frame
+    assert seconds / utterance.sample_rate >= 2.0  # not the short first window of a hit
+
+
+def test_a_hits_later_windows_wait_a_moment_after_its_first(engine: PiperEngine) -> None:
+    now = [100.0]
+    cache = PhraseCache(CacheSettings())
+    scheduler = Scheduler(engine, SchedulerSettings(workers=1), clock=lambda: now[0], cache=cache)
+    try:
+        assert scheduler.prefetch(_request(LONG)).result(60) == PREFETCH_RENDERED
+        stream = scheduler.open_stream(lambda event: None)
+        state = scheduler._streams[stream.id]
+        stream.submit(_request(LONG))  # text stage and first window, here and now
+        work = state.works[0]
+        assert work.started and work.phrase is not None
+        timing = state.timing(Lane.MAIN, work, now[0])
+        assert timing.release >= now[0] + HIT_REST_AFTER_S
+        stream.cancel()
+    finally:
+        scheduler.shutdown()

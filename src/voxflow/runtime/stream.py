@@ -59,6 +59,10 @@ TAIL_FRAMES = 2  # of the silence after an utterance's last word, what the seam 
 # what the listener waits for is its resampling and encoding, which grow with its length. The
 # next windows follow at once.
 HIT_FIRST_FRAMES = 6
+# ...and the rest of it waits this long after the first window: it costs nothing to cut, and its
+# events, released at once, would reach the event loop ahead of the first window's encoded
+# audio (the first window holds 70 ms for the listener).
+HIT_REST_AFTER_S = 0.01
 
 
 class StreamState:
@@ -171,6 +175,8 @@ class StreamState:
                 self._policy.size(self.window, end - now, self._costs.render_s)
             )
         release = end - self._max_lead_s if self.paced else now
+        if work.phrase is not None and self.first_audio_at is not None:
+            release = max(release, self.first_audio_at + HIT_REST_AFTER_S)
         if self._held(work):
             release = max(release, end - self._lead_hold_s)
             if work.next >= self._hold_frame(work):
@@ -194,7 +200,11 @@ class StreamState:
             rest = self._frames_for(work, self._burst_s - self.rendered_s)
             size = max(self._policy.later_frames, rest)
         if work.phrase is not None and not work.started:
-            size = min(size, HIT_FIRST_FRAMES)
+            if self.rendered_s < self._burst_s:
+                # The client's decoder reads the whole burst before it plays: all of it at once.
+                size = self._frames_for(work, self._burst_s - self.rendered_s)
+            else:
+                size = min(size, HIT_FIRST_FRAMES)
         if self._held(work):
             size = min(size, self._policy.later_frames)
             hold = self._hold_frame(work)
