@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings
+from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.scheduler import (
     Drained,
@@ -20,6 +20,8 @@ from voxflow.runtime.scheduler import (
     SegmentRequest,
 )
 from voxflow.runtime.stream import LEAD_IN_FRAMES
+
+from .wrapped_engine import WrappedEngine
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
@@ -144,29 +146,18 @@ def test_no_event_after_cancel_returns(scheduler: Scheduler) -> None:
     assert scheduler.stats().active_streams == 0
 
 
-class FailingEngine:
+class FailingEngine(WrappedEngine):
     """The real engine, except that one text fails in the text stage."""
 
     def __init__(self, inner: PiperEngine) -> None:
-        self.inner = inner
-
-    def voices(self) -> list[VoiceInfo]:
-        return self.inner.voices()
-
-    def voice_info(self, voice: str) -> VoiceInfo:
-        return self.inner.voice_info(voice)
+        super().__init__(inner)
 
     def prepare(
         self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
     ) -> Utterance:
         if text == "explode":
             raise RuntimeError("text stage failed")
-        return self.inner.prepare(text, voice, settings, threads)
-
-    def render(
-        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
-    ) -> FloatArray:
-        return self.inner.render(utterance, start_frame, end_frame, threads)
+        return super().prepare(text, voice, settings, threads)
 
 
 def test_a_failed_segment_is_reported_and_the_stream_goes_on(engine: PiperEngine) -> None:
@@ -214,30 +205,24 @@ def test_shutdown_stops_the_worker_threads(engine: PiperEngine) -> None:
         scheduler.open_stream(lambda event: None)
 
 
-class ThreadsEngine:
+class ThreadsEngine(WrappedEngine):
     """The real engine; remembers the threads each job was allowed."""
 
     def __init__(self, inner: PiperEngine) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.calls: list[tuple[str, int | None]] = []
-
-    def voices(self) -> list[VoiceInfo]:
-        return self.inner.voices()
-
-    def voice_info(self, voice: str) -> VoiceInfo:
-        return self.inner.voice_info(voice)
 
     def prepare(
         self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
     ) -> Utterance:
         self.calls.append(("prepare", threads))
-        return self.inner.prepare(text, voice, settings, threads)
+        return super().prepare(text, voice, settings, threads)
 
     def render(
         self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
     ) -> FloatArray:
         self.calls.append(("render", threads))
-        return self.inner.render(utterance, start_frame, end_frame, threads)
+        return super().render(utterance, start_frame, end_frame, threads)
 
 
 def test_a_lone_streams_first_audio_may_use_every_core(engine: PiperEngine) -> None:

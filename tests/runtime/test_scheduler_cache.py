@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings
+from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime import scheduler as scheduler_module
 from voxflow.runtime.background import PREFETCH_CACHED, PREFETCH_RENDERED
@@ -27,6 +27,8 @@ from voxflow.runtime.jobs import (
 from voxflow.runtime.scheduler import BackgroundQueueFull, Scheduler, SchedulerSettings
 from voxflow.runtime.stream import HIT_FIRST_FRAMES, HIT_REST_AFTER_S, Lane
 
+from .wrapped_engine import WrappedEngine
+
 SENTENCE = "One moment, let me check that for you."
 LONG = (
     "Your order left our warehouse this morning and should reach you by Thursday afternoon, "
@@ -34,34 +36,28 @@ LONG = (
 )
 
 
-class CountingEngine:
+class CountingEngine(WrappedEngine):
     """The real engine; counts its calls."""
 
     def __init__(self, inner: PiperEngine) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.prepares = 0
         self.renders = 0
         self.lock = threading.Lock()
-
-    def voices(self) -> list[VoiceInfo]:
-        return self.inner.voices()
-
-    def voice_info(self, voice: str) -> VoiceInfo:
-        return self.inner.voice_info(voice)
 
     def prepare(
         self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
     ) -> Utterance:
         with self.lock:
             self.prepares += 1
-        return self.inner.prepare(text, voice, settings, threads)
+        return super().prepare(text, voice, settings, threads)
 
     def render(
         self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
     ) -> FloatArray:
         with self.lock:
             self.renders += 1
-        return self.inner.render(utterance, start_frame, end_frame, threads)
+        return super().render(utterance, start_frame, end_frame, threads)
 
 
 class Stream:

@@ -11,13 +11,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.runtime.test_scheduler import Recorder
-from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings
+from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.handover import frame_at
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.pieces import switch_points
 from voxflow.text.normalize import Normalized
+
+from .wrapped_engine import WrappedEngine
 
 LEAD = "I can definitely help you reschedule"
 WHOLE = (
@@ -34,32 +36,21 @@ def _pair() -> tuple[SegmentRequest, SegmentRequest]:
     return lead, whole
 
 
-class SlowEngine:
+class SlowEngine(WrappedEngine):
     """The real engine; the text stage of chosen texts starts only after an event is set, so a
     test can decide which of two concurrent text stages finishes first."""
 
     def __init__(self, inner: PiperEngine, held: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.held = held
         self.release = threading.Event()
-
-    def voices(self) -> list[VoiceInfo]:
-        return self.inner.voices()
-
-    def voice_info(self, voice: str) -> VoiceInfo:
-        return self.inner.voice_info(voice)
 
     def prepare(
         self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
     ) -> Utterance:
         if text == self.held:
             assert self.release.wait(30)
-        return self.inner.prepare(text, voice, settings, threads)
-
-    def render(
-        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
-    ) -> FloatArray:
-        return self.inner.render(utterance, start_frame, end_frame, threads)
+        return super().prepare(text, voice, settings, threads)
 
 
 @pytest.fixture
