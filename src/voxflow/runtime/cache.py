@@ -111,8 +111,21 @@ class PhraseCache:
 
     def key(self, engine: Engine, text: str, voice: str, settings: VoiceSettings) -> str:
         """The key of ``engine``'s rendering of ``text`` (hashes the voice's files once)."""
+        key = self._key(engine, text, voice, settings, hash_files=True)
+        assert key is not None
+        return key
+
+    def _key(
+        self, engine: Engine, text: str, voice: str, settings: VoiceSettings, hash_files: bool
+    ) -> str | None:
+        """The key; None, without ``hash_files``, for a voice whose files were never hashed."""
         info = engine.voice_info(voice)
-        fingerprint = self._fingerprints.of(info.model_path, info.config_path)
+        paths = (info.model_path, info.config_path)
+        fingerprint = (
+            self._fingerprints.of(*paths) if hash_files else self._fingerprints.known(*paths)
+        )
+        if fingerprint is None:
+            return None
         return phrase_key(type(engine).__name__, fingerprint, text, info.name, settings)
 
     def memory_hit(
@@ -121,27 +134,19 @@ class PhraseCache:
         """The phrase if memory holds it, counted as a hit; None otherwise, counted as
         nothing (the full ``lookup`` follows). Quick enough for any thread: it reads no file
         (a voice whose model was never hashed is None) and never asks the shared tier."""
-        info = engine.voice_info(voice)
-        fingerprint = self._fingerprints.known(info.model_path, info.config_path)
-        if fingerprint is None:
+        key = self._key(engine, text, voice, settings, hash_files=False)
+        if key is None:
             return None
-        key = phrase_key(type(engine).__name__, fingerprint, text, info.name, settings)
         with self._lock:
-            phrase = self._entries.get(key)
-            if phrase is not None:
-                self._entries.move_to_end(key)
-                self._hits[Tier.MEMORY] += 1
-            return phrase
+            return self._from_memory(key)
 
     def lookup(self, key: str, force: bool = False) -> Lookup:
         """The phrase under ``key``: from memory, else from the shared tier (then kept in
         memory). On a miss, ``admit`` says whether to keep the rendering: ``force``, or the
         key's second request."""
         with self._lock:
-            phrase = self._entries.get(key)
+            phrase = self._from_memory(key)
             if phrase is not None:
-                self._entries.move_to_end(key)
-                self._hits[Tier.MEMORY] += 1
                 return Lookup(key, phrase, Tier.MEMORY, admit=False)
         phrase = None if self._shared is None else self._shared.get(key)
         with self._lock:
@@ -187,6 +192,15 @@ class PhraseCache:
     def close(self) -> None:
         if self._shared is not None:
             self._shared.close()
+
+    def _from_memory(self, key: str) -> CachedPhrase | None:
+        """The phrase in memory under ``key``, counted as a hit and made the most recently used
+        (lock held)."""
+        phrase = self._entries.get(key)
+        if phrase is not None:
+            self._entries.move_to_end(key)
+            self._hits[Tier.MEMORY] += 1
+        return phrase
 
     def _keep(self, key: str, phrase: CachedPhrase) -> bool:
         """Put ``phrase`` in memory, evicting the least recently used (lock held)."""

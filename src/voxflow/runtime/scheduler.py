@@ -367,11 +367,7 @@ class Scheduler:
                 audio = work.phrase.window(*job.window)
                 events = stream.rendered(job, audio, 0.0, now)
             stream.versions[Lane.MAIN] += 1  # what was queued for the lane is stale now
-            self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
-            events += stream.drained()
-            if events and isinstance(events[-1], Drained):
-                self._streams.pop(stream.id, None)
-            self._deliver(stream, events)
+            self._deliver_results(stream, events)
 
     def _memory_hit(self, request: SegmentRequest) -> CachedPhrase | None:
         assert self._cache is not None
@@ -448,12 +444,18 @@ class Scheduler:
 
     def _finish(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Deliver ``events`` (and ``Drained`` when due) and requeue the stream."""
+        self._deliver_results(stream, events)
+        if not stream.cancelled:
+            self._schedule(stream)
+
+    def _deliver_results(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
+        """Count the late windows among a job's ``events``, add ``Drained`` when due (the stream
+        is then forgotten) and deliver them."""
+        self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
         events = events + stream.drained()
         if events and isinstance(events[-1], Drained):
             self._streams.pop(stream.id, None)
         self._deliver(stream, events)
-        if not stream.cancelled:
-            self._schedule(stream)
 
     def _deliver(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Hand ``events`` to the stream's sink; a sink that fails ends its stream, not the
@@ -531,7 +533,6 @@ class Scheduler:
                     self._costs.observe_render(job.window[1] - job.window[0], elapsed)
                     self._record(work, job.window, audio)
                 events = stream.rendered(job, audio, elapsed, self._clock())
-            self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
             self._finish(stream, events)
             self._trim_due = self._clock() + _TRIM_AFTER_S
 

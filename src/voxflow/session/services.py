@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from voxflow.audio.seams import SeamSettings
@@ -17,7 +19,10 @@ from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.driver import SessionDriver
 from voxflow.session.encoder_pool import EncoderPool
+from voxflow.session.errors import SessionError
+from voxflow.session.events import ErrorOut, PrefetchSegment
 from voxflow.session.metrics import ServerMetrics
+from voxflow.session.options import StartOptions
 from voxflow.session.runner import RunnerSettings, StopSignal
 from voxflow.session.session import Session, SessionConfig
 from voxflow.session.warm import Warmup
@@ -102,7 +107,7 @@ class Services:
             warmup,
         )
         if warmup is not None:
-            warmup.start(services.new_local_session(), scheduler)
+            warmup.start(services.prefetch)
         return services
 
     def session_config(self) -> SessionConfig:
@@ -117,9 +122,19 @@ class Services:
             phrase_cache=self.cache is not None,
         )
 
-    def new_local_session(self) -> Session:
-        """A session for the server's own use (warming): no admission slot, no connection."""
-        return Session(self.session_config(), self.registry.get)
+    def prefetch(self, options: StartOptions, text: str) -> list[Future[str]]:
+        """Queue ``text``'s engine requests (cut as a whole-text request with ``options`` would
+        be) as phrase cache prefetches, on a session of the server's own (no admission slot, no
+        connection): one future each. A refused text raises its ``SessionError``."""
+        session = Session(self.session_config(), self.registry.get)
+        session.prefetch(None, options, text, time.monotonic())
+        futures: list[Future[str]] = []
+        for output in session.drain():
+            if isinstance(output, ErrorOut):
+                raise SessionError(output.code, output.message, output.retryable)
+            if isinstance(output, PrefetchSegment):
+                futures.append(self.scheduler.prefetch(output.request))
+        return futures
 
     def new_driver(self, protocol: str, config: SessionConfig | None = None) -> SessionDriver:
         """A session and its driver for one connection of ``protocol`` (on the event loop)."""

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
-from voxflow.runtime.scheduler import Scheduler
-from voxflow.session.events import ErrorOut, PrefetchSegment
+from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
-from voxflow.session.session import Session
 
 __all__ = ["Warmup"]
 
@@ -40,18 +38,17 @@ class Warmup:
         lines = path.read_text(encoding="utf-8").splitlines()
         return cls([line.strip() for line in lines if line.strip() and not line.startswith("#")])
 
-    def start(self, session: Session, scheduler: Scheduler) -> None:
-        """Queue every phrase's engine requests as prefetches (quick: no rendering here)."""
+    def start(self, prefetch: Callable[[StartOptions, str], list[Future[str]]]) -> None:
+        """Queue every phrase's engine requests through ``prefetch`` (``Services.prefetch``;
+        quick: no rendering here)."""
         futures: list[Future[str]] = []
         for phrase in self.phrases:
-            session.prefetch(None, StartOptions(), phrase, time.monotonic())
-            for output in session.drain():
-                if isinstance(output, PrefetchSegment):
-                    futures.append(scheduler.prefetch(output.request))
-                elif isinstance(output, ErrorOut):
-                    log.warning("warm: phrase %r refused: %s", phrase[:60], output.message)
-                    with self._lock:
-                        self._failed += 1
+            try:
+                futures += prefetch(StartOptions(), phrase)
+            except SessionError as refused:
+                log.warning("warm: phrase %r refused: %s", phrase[:60], refused.message)
+                with self._lock:
+                    self._failed += 1
         with self._lock:
             self._total = len(futures)
             self._started = True

@@ -12,15 +12,13 @@ failed. A bad body is a 400 with the native error object; a server without a cac
 from __future__ import annotations
 
 import asyncio
-import time
-from concurrent.futures import Future
 from typing import Any
 
 from fastapi.responses import JSONResponse
 
 from voxflow.runtime.scheduler import BackgroundQueueFull
 from voxflow.session.errors import SessionError
-from voxflow.session.events import ErrorOut, PrefetchSegment
+from voxflow.session.events import ErrorOut
 from voxflow.session.services import Services
 from voxflow.transports.native.errors import http_error
 from voxflow.transports.native.protocol import parse_start
@@ -41,16 +39,9 @@ async def prefetch(body: bytes, services: Services) -> JSONResponse:
         if not isinstance(wait, bool):
             raise SessionError("invalid_message", "wait must be true or false")
         options = parse_start(message)
+        futures = services.prefetch(options, text)
     except SessionError as error:
         return _error(ErrorOut(None, error.code, error.message, error.retryable))
-    session = services.new_local_session()
-    session.prefetch(None, options, text, time.monotonic())
-    futures: list[Future[str]] = []
-    for output in session.drain():
-        if isinstance(output, ErrorOut):
-            return _error(output)
-        if isinstance(output, PrefetchSegment):
-            futures.append(services.scheduler.prefetch(output.request))
     if any(f.done() and isinstance(f.exception(), BackgroundQueueFull) for f in futures):
         return _error(
             ErrorOut(None, "prefetch_queue_full", "too many prefetches are waiting", True)
