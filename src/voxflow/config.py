@@ -100,6 +100,18 @@ class ServerSettings:
     cache_ttl_s: float = 7 * 24 * 3600.0  # how long the shared tier keeps a phrase
     cache_timeout_s: float = 0.05  # a shared-tier call that takes longer is a miss
     warm_path: Path | None = None  # phrases to render at start-up, one a line (--warm)
+    # -- the Kokoro engine (docs/kokoro.md) --
+    kokoro: bool = False  # offer the kokoro: voices (needs the kokoro extra and its voices)
+    kokoro_voices_dir: Path | None = None  # None: where make kokoro-voices installs them
+    # Admission slots one Kokoro stream holds (a Piper stream holds one): its render costs
+    # about eight times Piper's per second of audio, and one stream per two slots keeps it in
+    # real time on the 2-core machine (docs/benchmarks.md, Kokoro).
+    kokoro_stream_slots: int = 2
+    # A voice to speak with instead when a Kokoro stream finds no room (None: refuse it, as any
+    # stream past the limit is refused).
+    kokoro_fallback_voice: str | None = None
+    # name=voice pairs: clients' voice names (OpenAI's "alloy") to voices of this server.
+    voice_aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -132,6 +144,19 @@ class ServerSettings:
             )
         if self.cache_url is not None and self.cache_bytes == 0:
             raise ValueError("a shared cache (cache_url) needs the memory cache (cache_bytes > 0)")
+        if self.kokoro_stream_slots < 1:
+            raise ValueError("kokoro_stream_slots must be >= 1")
+        self.aliases()  # refuse a malformed pair now
+
+    def aliases(self) -> dict[str, str]:
+        """``voice_aliases`` as a mapping (``ValueError`` for a pair without ``=``)."""
+        pairs: dict[str, str] = {}
+        for pair in self.voice_aliases:
+            name, sep, voice = pair.partition("=")
+            if not sep or not name.strip() or not voice.strip():
+                raise ValueError(f"a voice alias is name=voice, got {pair!r}")
+            pairs[name.strip()] = voice.strip()
+        return pairs
 
     def _check_access_and_logs(self) -> None:
         for name in ("api_keys", "allowed_origins", "allowed_hosts"):
@@ -199,8 +224,11 @@ class ServerSettings:
                 "ssl_certfile",
                 "ssl_keyfile",
                 "warm_path",
+                "kokoro_voices_dir",
             ):
                 values[field.name] = Path(raw)
+            elif isinstance(default, bool):
+                values[field.name] = raw.strip().lower() in ("1", "true", "yes", "on")
             elif field.name == "idle_flush_s" or isinstance(default, float):
                 values[field.name] = float(raw)
             elif isinstance(default, int):

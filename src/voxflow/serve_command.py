@@ -9,7 +9,14 @@ from pathlib import Path
 
 from voxflow.config import LOG_LEVELS, ServerSettings, default_workers
 
-__all__ = ["access_overrides", "add_serve_parser", "cache_overrides", "limit_overrides", "serve"]
+__all__ = [
+    "access_overrides",
+    "add_serve_parser",
+    "cache_overrides",
+    "kokoro_overrides",
+    "limit_overrides",
+    "serve",
+]
 
 # glibc's heaps per core for the server process (its default is eight): runtime.memory.
 MALLOC_ARENAS_PER_CORE = 1
@@ -55,6 +62,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--ssl-keyfile", type=Path, metavar="PEM", help="the private key of --ssl-certfile"
     )
     _add_cache_options(serve_cmd)
+    _add_kokoro_options(serve_cmd)
     _add_access_options(serve_cmd)
     _add_limit_options(serve_cmd)
 
@@ -86,6 +94,57 @@ def _add_cache_options(serve: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="render these phrases (one a line) into the cache at start-up",
     )
+
+
+def _add_kokoro_options(serve: argparse.ArgumentParser) -> None:
+    kokoro = serve.add_argument_group("voices and the Kokoro engine (docs/kokoro.md)")
+    kokoro.add_argument(
+        "--kokoro",
+        action="store_true",
+        default=None,
+        help="offer the kokoro: voices (make serve KOKORO=1 installs them)",
+    )
+    kokoro.add_argument(
+        "--kokoro-voices",
+        type=Path,
+        dest="kokoro_voices_dir",
+        metavar="DIR",
+        help="Kokoro style packs (default: where make kokoro-voices installs them)",
+    )
+    kokoro.add_argument(
+        "--kokoro-slots",
+        type=int,
+        dest="kokoro_stream_slots",
+        help="admission slots one Kokoro stream holds (default 2)",
+    )
+    kokoro.add_argument(
+        "--kokoro-fallback",
+        dest="kokoro_fallback_voice",
+        metavar="VOICE",
+        help="speak with VOICE instead when a Kokoro stream finds no room (default: refuse)",
+    )
+    kokoro.add_argument(
+        "--voice-alias",
+        action="append",
+        dest="voice_aliases",
+        metavar="NAME=VOICE",
+        help="let clients' voice NAME select VOICE, e.g. alloy=kokoro:af_alloy (repeatable)",
+    )
+
+
+def kokoro_overrides(args: argparse.Namespace) -> dict[str, object]:
+    overrides: dict[str, object] = {
+        name: getattr(args, name)
+        for name in (
+            "kokoro",
+            "kokoro_voices_dir",
+            "kokoro_stream_slots",
+            "kokoro_fallback_voice",
+        )
+    }
+    if args.voice_aliases is not None:
+        overrides["voice_aliases"] = tuple(args.voice_aliases)
+    return overrides
 
 
 def cache_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -196,6 +255,7 @@ def serve(args: argparse.Namespace) -> int:
         **access_overrides(args),
         **limit_overrides(args),
         **cache_overrides(args),
+        **kokoro_overrides(args),
     )
     # One handler for every logger, uvicorn's included: request ids, no keys or query strings.
     keys = configured_keys(settings)

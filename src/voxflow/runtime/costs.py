@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CostModel"]
+__all__ = ["CostModel", "initial_costs"]
 
 _WEIGHT = 0.1  # of each new observation in the running average
 
@@ -39,3 +39,18 @@ class CostModel:
         if frames > 0:
             rate = seconds / (frames + self.context_frames)
             self.render_per_frame_s += _WEIGHT * (rate - self.render_per_frame_s)
+
+
+def initial_costs(engine: str) -> CostModel:
+    """A fresh model for ``engine``'s jobs, from its figures on the 2-core dev machine: each
+    engine learns its own rates, since a Kokoro frame costs about twenty Piper frames."""
+    if engine == "kokoro":
+        # The prosody stage and the generator at one thread (docs/benchmarks.md, Kokoro); the
+        # generator's window has 8 frames of context on each side.
+        return CostModel(
+            prepare_fixed_s=0.02,
+            prepare_per_char_s=0.0012,
+            render_per_frame_s=0.009,
+            context_frames=16,
+        )
+    return CostModel()

@@ -27,6 +27,7 @@ is held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is t
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -40,7 +41,7 @@ from dataclasses import dataclass, replace
 from voxflow.engines.base import Engine, FloatArray
 from voxflow.runtime.background import BackgroundTask, FillTask, PrefetchTask
 from voxflow.runtime.cache import Lookup, PhraseCache
-from voxflow.runtime.costs import CostModel
+from voxflow.runtime.costs import CostModel, initial_costs
 from voxflow.runtime.jobs import (
     Drained,
     Failed,
@@ -186,7 +187,8 @@ class Scheduler:
         self._background_busy = False
         self._windows = settings.windows
         self._clock = clock
-        self._costs = CostModel()
+        # Each engine's own rates (``initial_costs``), created on its first stream.
+        self._costs: dict[str, CostModel] = {}
         self._cond = threading.Condition()
         self._ready: list[_Entry] = []  # by deadline
         self._sleeping: list[tuple[float, float, int, StreamState, Lane, int]] = []  # by release
@@ -206,6 +208,18 @@ class Scheduler:
         for thread in self._threads:
             thread.start()
 
+    def _costs_for(self, voice: str | None) -> CostModel:
+        """The cost model of the engine that renders ``voice``."""
+        name = "piper"
+        engine_name = getattr(self._engine, "engine_name", None)
+        if voice is not None and engine_name is not None:
+            with contextlib.suppress(KeyError):  # an unknown voice fails in its job
+                name = engine_name(voice)
+        costs = self._costs.get(name)
+        if costs is None:
+            costs = self._costs.setdefault(name, initial_costs(name))
+        return costs
+
     def trim_soon(self) -> None:
         """Return freed memory to the system once the workers are idle: for memory freed outside
         a job (a connection that held much audio ended), which the trim after the last job
@@ -215,11 +229,15 @@ class Scheduler:
                 self._trim_due = self._clock() + _TRIM_AFTER_S
                 self._cond.notify()
 
-    def open_stream(self, sink: Sink, paced: bool = True, burst_s: float = 0.0) -> StreamHandle:
+    def open_stream(
+        self, sink: Sink, paced: bool = True, burst_s: float = 0.0, voice: str | None = None
+    ) -> StreamHandle:
         """A new stream. ``paced``: keep within ``max_lead_s`` of the listener (a live stream);
         ``burst_s``: render this much audio before holding any back (what the client's decoder
-        reads before it plays)."""
+        reads before it plays); ``voice``: what it speaks with (its engine's costs plan its
+        deadlines; None: the default engine's)."""
         s = self._settings
+        costs = self._costs_for(voice)
         with self._cond:
             if self._stopping:
                 raise RuntimeError("scheduler is shut down")
@@ -228,7 +246,7 @@ class Scheduler:
                 sink,
                 paced,
                 self._windows,
-                self._costs,
+                costs,
                 s.first_audio_s,
                 s.max_lead_s,
                 s.lead_hold_s,
@@ -526,11 +544,13 @@ class Scheduler:
                     work.phrase = found.phrase
                     work.cache_key = found.key if found.admit else None
                 else:
-                    self._costs.observe_prepare(len(request.text), elapsed)
+                    self._costs_for(request.voice).observe_prepare(len(request.text), elapsed)
                 events = stream.prepared(job, result, elapsed)
             else:
                 if work.phrase is None:
-                    self._costs.observe_render(job.window[1] - job.window[0], elapsed)
+                    self._costs_for(request.voice).observe_render(
+                        job.window[1] - job.window[0], elapsed
+                    )
                     self._record(work, job.window, audio)
                 events = stream.rendered(job, audio, elapsed, self._clock())
             self._finish(stream, events)

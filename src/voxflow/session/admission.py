@@ -7,6 +7,11 @@ stream late, so it is refused at once with a hint of when to retry, and the stre
 admitted keep their latency. Sessions ask when they open a context and give the slot back when
 the context ends, however it ends.
 
+The cap counts slots: a stream of the Piper engine holds one, a Kokoro stream several
+(``kokoro_stream_slots``), since it costs that much more of the machine to keep in real time. A
+stream that needs more slots than the whole cap holds the whole cap, so it runs when nothing else
+does.
+
 Everything runs on the event loop; no lock is needed.
 """
 
@@ -68,12 +73,19 @@ class Admission:
     def draining(self) -> bool:
         return self._draining
 
-    def acquire(self) -> None:
-        """Take a slot for a new stream, or raise the ``SessionError`` that refuses it."""
+    def fits(self, slots: int) -> bool:
+        """Whether a stream of ``slots`` would be admitted now (asks, takes nothing)."""
+        slots = max(1, min(slots, self._settings.max_streams))
+        return not self._draining and self._active + slots <= self._settings.max_streams
+
+    def acquire(self, slots: int = 1) -> int:
+        """Take ``slots`` for a new stream (at most the whole cap), or raise the
+        ``SessionError`` that refuses it; returns the slots taken, for ``release``."""
         if self._draining:
             self._on_refused(Refusal.DRAINING)
             raise SessionError("shutting_down", "the server is shutting down; try another one")
-        if self.saturated:
+        slots = max(1, min(slots, self._settings.max_streams))
+        if self._active + slots > self._settings.max_streams:
             self._on_refused(Refusal.SATURATED)
             raise SessionError(
                 "concurrency_limited",
@@ -81,15 +93,17 @@ class Admission:
                 f"retry in {self._settings.retry_after_s:g} s",
                 retry_after_ms=1000.0 * self._settings.retry_after_s,
             )
-        self._active += 1
+        self._active += slots
+        return slots
 
-    def release(self) -> None:
-        """Give back the slot of a stream that ended."""
-        if self._active <= 0:
+    def release(self, slots: int = 1) -> None:
+        """Give back the slots of a stream that ended (what its ``acquire`` returned)."""
+        if self._active < slots:
             # A release without its acquire would let one stream too many in, forever.
             log.error("admission slot released twice")
+            self._active = 0
             return
-        self._active -= 1
+        self._active -= slots
 
     def drain(self) -> None:
         """Admit nothing more (shutting down); streams already admitted go on."""

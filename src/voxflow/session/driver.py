@@ -123,7 +123,10 @@ class SessionDriver:
             if isinstance(output, OpenStream):
                 serial = output.serial
                 self._streams[serial] = self._scheduler.open_stream(
-                    self._sink(serial), paced=output.paced, burst_s=output.burst_s
+                    self._sink(serial),
+                    paced=output.paced,
+                    burst_s=output.burst_s,
+                    voice=output.voice or None,
                 )
                 self._metrics.active_contexts.inc()
                 self._metrics.streams.labels(

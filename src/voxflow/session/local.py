@@ -74,7 +74,10 @@ class LocalRunner:
         for output in drain_encoded(self.session, self._clock):
             if isinstance(output, OpenStream):
                 self._streams[output.serial] = self._scheduler.open_stream(
-                    self._sink(output.serial), paced=output.paced, burst_s=output.burst_s
+                    self._sink(output.serial),
+                    paced=output.paced,
+                    burst_s=output.burst_s,
+                    voice=output.voice or None,
                 )
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)

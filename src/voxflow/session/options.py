@@ -79,6 +79,8 @@ class SessionConfig:
     normalizer: Normalizer = field(default_factory=Normalizer)  # server-wide lexicon included
     max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS  # spoken characters per engine call
     phrase_cache: bool = False  # the server has one: ``Session.prefetch`` may be used
+    kokoro_slots: int = 2  # admission slots a Kokoro stream holds (``Admission``)
+    kokoro_fallback_voice: str | None = None  # spoken instead when a Kokoro stream finds no room
 
 
 @dataclass(frozen=True)

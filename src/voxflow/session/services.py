@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from voxflow.audio.seams import SeamSettings
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceSettings
-from voxflow.engines.piper import EngineSettings, PiperEngine
+from voxflow.engines.kokoro_voices import PREFIX, default_voices_dir
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.router import EngineRouter, build_engine
 from voxflow.runtime.cache import CacheSettings, PhraseCache
 from voxflow.runtime.redis_tier import RedisTier, RedisTierSettings
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
@@ -32,12 +33,15 @@ from voxflow.text.normalize import Normalizer
 
 log = logging.getLogger(__name__)
 
+# The Kokoro voice loaded at start-up when the default voice is not a Kokoro one.
+KOKORO_VOICE = PREFIX + "af_heart"
+
 
 @dataclass(frozen=True)
 class Services:
     settings: ServerSettings
     registry: VoiceRegistry
-    engine: PiperEngine
+    engine: EngineRouter
     scheduler: Scheduler
     metrics: ServerMetrics
     default_voice: str
@@ -58,10 +62,17 @@ class Services:
     def build(cls, settings: ServerSettings, metrics: ServerMetrics | None = None) -> Services:
         """Find voices, load the default one and start the workers (blocking: call off-loop).
         ``metrics``: the app's, when it counts refusals before the services exist."""
-        registry = VoiceRegistry(settings.voices_dir)
+        registry = voice_registry(settings)
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
-        engine = PiperEngine(registry, EngineSettings(intra_op_threads=1))
+        engine = build_engine(registry)
         engine.load(default_voice)
+        if settings.kokoro:
+            # The model and one voice now, not in a listener's first request (seconds).
+            engine.load(_kokoro_voice_to_load(registry, default_voice))
+        if settings.kokoro_fallback_voice is not None:
+            fallback = registry.get(settings.kokoro_fallback_voice)
+            if fallback.engine == "kokoro":
+                raise ValueError("the Kokoro fallback voice must be a voice of another engine")
         cache = _phrase_cache(settings)
         if cache is not None:
             # The first key of a voice hashes its model: here, not in a listener's first job.
@@ -120,6 +131,8 @@ class Services:
             seams=SeamSettings(sentence_pause_ms=self.settings.sentence_pause_ms),
             normalizer=self.normalizer,
             phrase_cache=self.cache is not None,
+            kokoro_slots=self.settings.kokoro_stream_slots,
+            kokoro_fallback_voice=self.settings.kokoro_fallback_voice,
         )
 
     def prefetch(self, options: StartOptions, text: str) -> list[Future[str]]:
@@ -196,3 +209,19 @@ def _phrase_cache(settings: ServerSettings) -> PhraseCache | None:
         )
         log.info("phrase cache: shared tier redis at %s", shared.address)
     return PhraseCache(CacheSettings(memory_bytes=settings.cache_bytes), shared)
+
+
+def voice_registry(settings: ServerSettings) -> VoiceRegistry:
+    """The server's voices: Piper's, Kokoro's with ``settings.kokoro``, and the aliases."""
+    kokoro_dir = None
+    if settings.kokoro:
+        kokoro_dir = settings.kokoro_voices_dir or default_voices_dir()
+    return VoiceRegistry(settings.voices_dir, kokoro_dir=kokoro_dir, aliases=settings.aliases())
+
+
+def _kokoro_voice_to_load(registry: VoiceRegistry, default_voice: str) -> str:
+    """The default voice if it is a Kokoro voice, else ``af_heart`` (or the first there is)."""
+    kokoro = [v.name for v in registry.list() if v.engine == "kokoro"]
+    if registry.get(default_voice).engine == "kokoro":
+        return default_voice
+    return KOKORO_VOICE if KOKORO_VOICE in kokoro else kokoro[0]

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from voxflow.runtime.jobs import (
@@ -38,7 +40,7 @@ from voxflow.runtime.jobs import (
     SegmentRequest,
 )
 from voxflow.session.admission import Admission
-from voxflow.session.context import Context, ContextState
+from voxflow.session.context import Context, ContextOptions, ContextState
 from voxflow.session.encoding import Encoded, EncodeJob
 from voxflow.session.errors import SessionError
 from voxflow.session.events import (
@@ -62,6 +64,8 @@ from voxflow.session.options import (
     clean_text,
     context_options,
 )
+
+log = logging.getLogger(__name__)
 
 # SessionConfig, StartOptions, VoiceLookup (``options``) and SessionError (``errors``) live in
 # modules of their own; re-exported so that the many imports from here keep working.
@@ -108,6 +112,7 @@ class Session:
         self._admission = admission
         self._contexts: dict[str, Context] = {}
         self._by_serial: dict[int, Context] = {}
+        self._slots: dict[int, int] = {}  # admission slots each context holds, by serial
         self._serials = itertools.count(1)
         self._outputs: list[Output] = []
         self.closed = False
@@ -310,11 +315,13 @@ class Session:
                 f"at most {self._config.max_contexts} contexts may be open at once",
             )
         resolved = context_options(self._config, options, self._voices)
-        if self._admission is not None:
-            self._admission.acquire()  # last: a refused option must not cost a slot
+        slots = 0
+        if self._admission is not None:  # last: a refused option must not cost a slot
+            resolved, slots = self._admit(options, resolved)
         context = Context(cid, next(self._serials), resolved, now)
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
+        self._slots[context.serial] = slots
         self._outputs.append(
             OpenStream(
                 context.serial,
@@ -326,6 +333,27 @@ class Session:
         )
         return context
 
+    def _admit(self, options: StartOptions, resolved: ContextOptions) -> tuple[ContextOptions, int]:
+        """Take the stream's admission slots (a Kokoro voice's several); when they are not
+        free and the server names a fallback voice, speak with that one instead (which is no
+        refusal: the stream is served)."""
+        assert self._admission is not None
+        slots = self._slots_for(resolved.voice)
+        fallback = self._config.kokoro_fallback_voice
+        if (
+            fallback is not None
+            and self._voices(resolved.voice).engine == "kokoro"
+            and not self._admission.fits(slots)
+        ):
+            log.info("no room for a %s stream: speaking with %s", resolved.voice, fallback)
+            resolved = context_options(self._config, replace(options, voice=fallback), self._voices)
+            slots = self._slots_for(resolved.voice)
+        return resolved, self._admission.acquire(slots)
+
+    def _slots_for(self, voice: str) -> int:
+        """Admission slots a stream of ``voice`` holds (``SessionConfig.kokoro_slots``)."""
+        return self._config.kokoro_slots if self._voices(voice).engine == "kokoro" else 1
+
     def _get(self, cid: str) -> Context:
         context = self._contexts.get(cid)
         if context is None:
@@ -334,8 +362,9 @@ class Session:
 
     def _forget(self, context: Context) -> None:
         self._contexts.pop(context.id, None)
+        slots = self._slots.pop(context.serial, 0)
         if self._by_serial.pop(context.serial, None) is not None and self._admission is not None:
-            self._admission.release()
+            self._admission.release(slots)
 
     def _submit(self, context: Context, requests: list[SegmentRequest]) -> None:
         self._outputs.extend(SubmitSegment(context.serial, request) for request in requests)

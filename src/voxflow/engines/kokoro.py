@@ -1,0 +1,506 @@
+"""Kokoro-82M engine: the quality tier, streamed inside a segment like Piper.
+
+``prepare`` phonemizes (espeak-ng, as for Piper voices) and runs the prosody stage once on the
+whole segment (text encoder, durations, F0 and energy; a few per cent of the work), leaving the
+decoder's input in the ``Utterance``, at 80 frames a second (300 samples at 24 kHz each): the
+aligned text features (512 rows, each alignment frame written twice, since the decoder reads
+them at half the F0 curve's rate), then the F0 curve and the energy curve. ``render`` runs the
+decoder on one window with ``context_frames`` of context on each side, its edges rounded out to
+even frames (``voxflow.engines.kokoro_graph`` splits the model and says why a window needs more
+than context):
+
+* the harmonic source's sines come from the whole utterance's F0 (``_Phases``), so every window
+  has the phase a whole run has;
+* each normalisation layer blends a running estimate of the utterance's statistics with the
+  window's own (``_Running``). The estimate starts from the voice's prior (the mean statistics
+  of a few calibration sentences rendered whole when the voice loads).
+
+A stream is therefore not bit-equal to a whole run, as it is for Piper: docs/benchmarks.md
+states the distance, and ``voxflow bench-intelligibility`` compares how well a recogniser
+understands both. A window that covers the whole utterance is the original model's run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+import onnxruntime as ort
+
+from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
+from voxflow.engines.kokoro_graph import (
+    ASR,
+    AUDIO,
+    DURATIONS,
+    ENERGY,
+    F0,
+    PRIOR_WEIGHT,
+    SINES,
+    KokoroSplit,
+    prior_mean,
+    prior_meansq,
+    split_kokoro_model,
+    window_mean,
+    window_meansq,
+)
+from voxflow.engines.kokoro_model import read_model
+from voxflow.engines.kokoro_phonemes import MAX_IDS, PAD, kokoro_ids
+from voxflow.engines.kokoro_voices import (
+    PACK_ROWS,
+    PREFIX,
+    SAMPLE_RATE,
+    blend_packs,
+    espeak_voice_of,
+    parse_voice,
+)
+from voxflow.engines.phonemize import Phonemizer
+from voxflow.engines.piper import TextTooLongError
+from voxflow.engines.registry import VoiceRegistry
+
+log = logging.getLogger(__name__)
+
+SAMPLES_PER_FRAME = 300
+ASR_CHANNELS = 512
+F0_ROW = ASR_CHANNELS
+ENERGY_ROW = ASR_CHANNELS + 1
+_BOS, _EOS = "^", "$"
+# Rendered whole when a voice loads, for its prior statistics: what an agent says, short to long.
+CALIBRATION = (
+    "Sure, I can help you with that.",
+    "Your order should arrive within three to five business days, and I will email you the "
+    "tracking number as soon as it ships.",
+    "Let me check the schedule for Tuesday afternoon.",
+    "I'm sorry about the wait; thanks for holding.",
+)
+
+
+@dataclass(frozen=True)
+class KokoroSettings:
+    """How the Kokoro engine runs ONNX Runtime and cuts windows."""
+
+    intra_op_threads: int = 1
+    # Sessions with this many threads too, for jobs the scheduler runs alone (a stream's first
+    # audio): as for Piper. 0 or 1: none.
+    wide_threads: int = 2
+    # Frames of context on each side of a window (12.5 ms each). The decoder's convolutions
+    # reach further, but past 8 frames the windows' differences from a whole run come from the
+    # normalisation's blend, not from the context (docs/benchmarks.md, Kokoro).
+    context_frames: int = 8
+    # The weight of a voice's prior statistics in the running blend, in frames (1.9 s of audio):
+    # the best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
+    prior_frames: float = 150.0
+
+    def __post_init__(self) -> None:
+        if self.intra_op_threads < 1 or self.wide_threads < 0 or self.context_frames < 0:
+            raise ValueError("threads must be >= 1 and context_frames >= 0")
+        if self.prior_frames < 0:
+            raise ValueError("prior_frames must be >= 0")
+
+
+Stats = list[tuple[FloatArray, FloatArray]]  # per normalisation layer: mean, mean square
+Sums = list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]
+
+
+class _Stages:
+    """The prosody stage and the decoder, run with ``threads`` intra-op threads."""
+
+    def __init__(self, split: KokoroSplit, threads: int) -> None:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        providers = ["CPUExecutionProvider"]
+        self.prosody = ort.InferenceSession(split.prosody_stage, options, providers=providers)
+        self.decoder = ort.InferenceSession(split.decoder_stage, options, providers=providers)
+
+
+class _Model:
+    """The split model, its sessions (one set per thread count) and the decoder's outputs."""
+
+    def __init__(self, settings: KokoroSettings) -> None:
+        split = split_kokoro_model(onnx.load_model_from_string(read_model()))
+        self.layers = split.norm_layers
+        self.outputs = [AUDIO] + [
+            name for i in range(self.layers) for name in (window_mean(i), window_meansq(i))
+        ]
+        self.run_options = ort.RunOptions()
+        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self.default_threads = settings.intra_op_threads
+        self._stages = {self.default_threads: _Stages(split, self.default_threads)}
+        if settings.wide_threads > self.default_threads:
+            self._stages[settings.wide_threads] = _Stages(split, settings.wide_threads)
+
+    def stages(self, threads: int | None) -> _Stages:
+        found = None if threads is None else self._stages.get(threads)
+        return found if found is not None else self._stages[self.default_threads]
+
+    def decode(
+        self,
+        stages: _Stages,
+        latents: FloatArray,
+        lo: int,
+        hi: int,
+        style: FloatArray,
+        sines: FloatArray,
+        prior: Stats,
+        prior_weight: float,
+    ) -> tuple[FloatArray, Stats]:
+        """Audio of frames ``[lo, hi)`` (even edges) of an utterance's latents, and that
+        stretch's own statistics per layer."""
+        feeds: dict[str, Any] = {
+            ASR: np.ascontiguousarray(latents[np.newaxis, :ASR_CHANNELS, lo:hi:2]),
+            F0: np.ascontiguousarray(latents[np.newaxis, F0_ROW, lo:hi]),
+            ENERGY: np.ascontiguousarray(latents[np.newaxis, ENERGY_ROW, lo:hi]),
+            "style": style[np.newaxis],
+            SINES: sines[np.newaxis],
+            PRIOR_WEIGHT: np.array([prior_weight], dtype=np.float32),
+        }
+        for i, (mean, meansq) in enumerate(prior):
+            feeds[prior_mean(i)] = mean
+            feeds[prior_meansq(i)] = meansq
+        results = stages.decoder.run(self.outputs, feeds, self.run_options)
+        own = [(results[1 + 2 * i], results[2 + 2 * i]) for i in range(self.layers)]
+        return results[0].reshape(-1), own
+
+
+class _Voice:
+    """A loaded voice: its pack (or blend), phonemizer and prior statistics."""
+
+    def __init__(self, info: VoiceInfo, pack: FloatArray, prior: Stats) -> None:
+        self.info = info
+        self.pack = pack
+        # A blend speaks with the accent of its first pack.
+        self.phonemizer = Phonemizer(espeak_voice_of(parse_voice(info.name).parts[0][0]))
+        self.prior = prior
+
+
+class _Phases:
+    """The harmonic source's phase over a whole utterance, as the model computes it.
+
+    Per frame, each harmonic ``h`` advances by ``frac(f0 * h / 24000)`` (the model takes the
+    fractional part per sample, and all 300 samples of a frame share its F0); the running sum,
+    times ``2 pi * 300``, is interpolated linearly to the samples (half-pixel, edges held) and
+    fed to ``sin``. Computed in float64 once per utterance, so every window reads the same
+    values a whole run does.
+    """
+
+    def __init__(self, f0: FloatArray) -> None:
+        harmonics = np.arange(1, 10, dtype=np.float64)
+        steps = f0.astype(np.float64)[:, np.newaxis] * harmonics / SAMPLE_RATE
+        steps -= np.floor(steps)
+        self._frame_phase = 2 * np.pi * SAMPLES_PER_FRAME * np.cumsum(steps, axis=0)
+
+    def sines(self, lo: int, hi: int) -> FloatArray:
+        """``sin`` of the phase at the samples of frames ``[lo, hi)``: ``(samples, 9)``."""
+        phase = self._frame_phase
+        n = np.arange(lo * SAMPLES_PER_FRAME, hi * SAMPLES_PER_FRAME, dtype=np.float64)
+        position = np.clip((n + 0.5) / SAMPLES_PER_FRAME - 0.5, 0, len(phase) - 1)
+        left = np.floor(position).astype(np.int64)
+        right = np.minimum(left + 1, len(phase) - 1)
+        weight = (position - left)[:, np.newaxis]
+        at = phase[left] * (1 - weight) + phase[right] * weight
+        result: FloatArray = np.sin(np.mod(at, 2 * np.pi)).astype(np.float32)
+        return result
+
+
+class _Running:
+    """One utterance's running statistics and its phases.
+
+    The estimate of each layer's statistics over the whole utterance is a weighted mean of the
+    voice's prior and of the windows rendered so far (each weighted by the frames it added).
+    The prior weighs ``prior_frames`` times the share of the utterance not rendered yet: it
+    stands in for what is unseen, so a window that covers the whole utterance normalises by its
+    own statistics alone, which is the original model's whole run.
+    """
+
+    def __init__(self, prior: Stats, prior_frames: float, f0: FloatArray) -> None:
+        self.lock = threading.Lock()
+        self.prior: Sums = [(m.astype(np.float64), q.astype(np.float64)) for m, q in prior]
+        self.prior_frames = prior_frames
+        self.total = len(f0)
+        self.seen = 0  # frames rendered (each window's own, context excluded)
+        self.sums: Sums = []  # frame-weighted window statistics
+        self.phases = _Phases(f0)
+
+    def blend_for(self, new_frames: int, window_frames: int) -> tuple[Stats, float]:
+        """The statistics to feed a window that adds ``new_frames`` frames and spans
+        ``window_frames`` (context included), and the weight they get against its own."""
+        with self.lock:
+            unseen = max(0, self.total - self.seen - new_frames) / max(1, self.total)
+            prior_weight = self.prior_frames * unseen
+            weight = prior_weight + self.seen
+            if weight <= 0:
+                return [(np.zeros((1, 1, 1), np.float32),) * 2 for _ in self.prior], 0.0
+            blended = (
+                [
+                    ((prior_weight * m + sm) / weight, (prior_weight * q + sq) / weight)
+                    for (m, q), (sm, sq) in zip(self.prior, self.sums, strict=True)
+                ]
+                if self.sums
+                else self.prior
+            )
+            stats = [(m.astype(np.float32), q.astype(np.float32)) for m, q in blended]
+            return stats, weight / (weight + window_frames)
+
+    def take_in(self, own: Stats, frames: int) -> None:
+        """Fold a window's own statistics in, weighted by the frames it added."""
+        with self.lock:
+            added: Sums = [
+                (frames * m.astype(np.float64), frames * q.astype(np.float64)) for m, q in own
+            ]
+            self.sums = (
+                added
+                if not self.sums
+                else [(a + c, b + d) for (a, b), (c, d) in zip(self.sums, added, strict=True)]
+            )
+            self.seen += frames
+
+
+class KokoroEngine:
+    """The ``Engine`` for ``kokoro:`` voices. Thread-safe; the model loads on first use.
+
+    A style pack's prior is calibrated once, when the pack is first used (a few seconds, on the
+    thread that asked; other voices render meanwhile). A blend's prior is the weighted mean of
+    its packs' priors, so a new blend costs no calibration; the engine keeps the
+    ``MAX_BLENDS`` most recently used blends.
+    """
+
+    MAX_BLENDS = 64
+
+    def __init__(self, registry: VoiceRegistry, settings: KokoroSettings | None = None) -> None:
+        self._registry = registry
+        self._settings = settings or KokoroSettings()
+        self._model: _Model | None = None
+        self._model_lock = threading.Lock()
+        self._packs: dict[str, _Voice] = {}  # single packs: never dropped (28 at most)
+        self._blends: OrderedDict[str, _Voice] = OrderedDict()
+        self._voices_lock = threading.Lock()  # guards the two dicts, never held while working
+        self._pack_locks: dict[str, threading.Lock] = {}  # one calibration per pack at a time
+        self._running: weakref.WeakKeyDictionary[Utterance, _Running] = weakref.WeakKeyDictionary()
+        self._running_lock = threading.Lock()
+
+    @property
+    def settings(self) -> KokoroSettings:
+        return self._settings
+
+    def voices(self) -> list[VoiceInfo]:
+        return [v for v in self._registry.list() if v.engine == "kokoro"]
+
+    def voice_info(self, voice: str) -> VoiceInfo:
+        return self._registry.get(voice)
+
+    def model(self) -> _Model:
+        """The split model (loaded, checked and split once: a few seconds)."""
+        model = self._model
+        if model is not None:
+            return model
+        with self._model_lock:
+            if self._model is None:
+                log.info("loading the Kokoro model")
+                self._model = _Model(self._settings)
+            return self._model
+
+    def load(self, voice: str) -> _Voice:
+        """Load (once) and return a voice: a pack is calibrated on first use, a blend mixes
+        its packs' priors."""
+        info = self._registry.get(voice)
+        if info.engine != "kokoro":
+            raise ValueError(f"{info.name} is not a Kokoro voice")
+        blend = parse_voice(info.name)
+        if len(blend.parts) == 1:
+            return self._pack(info)
+        with self._voices_lock:
+            loaded = self._blends.get(info.name)
+            if loaded is not None:
+                self._blends.move_to_end(info.name)
+                return loaded
+        parts = [(self._pack(self._registry.get(PREFIX + pack)), w) for pack, w in blend.parts]
+        prior = [
+            (
+                sum((w * part.prior[i][0] for part, w in parts), np.zeros((1, 1, 1), np.float32)),
+                sum((w * part.prior[i][1] for part, w in parts), np.zeros((1, 1, 1), np.float32)),
+            )
+            for i in range(len(parts[0][0].prior))
+        ]
+        loaded = _Voice(info, blend_packs(blend, self._registry.kokoro_packs()), prior)
+        with self._voices_lock:
+            self._blends[info.name] = loaded
+            while len(self._blends) > self.MAX_BLENDS:
+                self._blends.popitem(last=False)
+        return loaded
+
+    def _pack(self, info: VoiceInfo) -> _Voice:
+        with self._voices_lock:
+            loaded = self._packs.get(info.name)
+            if loaded is not None:
+                return loaded
+            lock = self._pack_locks.setdefault(info.name, threading.Lock())
+        model = self.model()
+        with lock:
+            with self._voices_lock:
+                loaded = self._packs.get(info.name)
+            if loaded is None:
+                blend = parse_voice(info.name)
+                loaded = _Voice(info, blend_packs(blend, self._registry.kokoro_packs()), [])
+                loaded.prior = self._calibrate(model, loaded)
+                with self._voices_lock:
+                    self._packs[info.name] = loaded
+                log.info("loaded voice %s", info.name)
+            return loaded
+
+    def _calibrate(self, model: _Model, voice: _Voice) -> Stats:
+        """The mean statistics of the calibration sentences, each rendered whole with the
+        original layers (the blend's weight 0)."""
+        threads = max(self._settings.intra_op_threads, self._settings.wide_threads)
+        stages = model.stages(threads)
+        sums: list[tuple[FloatArray, FloatArray]] = []
+        for text in CALIBRATION:
+            utterance = self._prepare(model, voice, text, VoiceSettings(), threads)
+            frames = utterance.num_frames
+            zero = np.zeros((1, 1, 1), np.float32)
+            _, own = model.decode(
+                stages,
+                utterance.latents,
+                0,
+                frames,
+                _style(utterance),
+                _Phases(utterance.latents[F0_ROW]).sines(0, frames),
+                [(zero, zero)] * model.layers,
+                0.0,
+            )
+            sums = (
+                own
+                if not sums
+                else [(a + c, b + d) for (a, b), (c, d) in zip(sums, own, strict=True)]
+            )
+        n = np.float32(len(CALIBRATION))
+        return [(mean / n, meansq / n) for mean, meansq in sums]
+
+    def prepare(
+        self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
+    ) -> Utterance:
+        loaded = self.load(voice)
+        return self._prepare(self.model(), loaded, text, settings, threads)
+
+    def _prepare(
+        self,
+        model: _Model,
+        voice: _Voice,
+        text: str,
+        settings: VoiceSettings,
+        threads: int | None,
+    ) -> Utterance:
+        if settings.speaker_id not in (None, 0):
+            raise ValueError(f"voice {voice.info.name} has a single speaker")
+        phonemized = voice.phonemizer.phonemize(text)
+        tokens = kokoro_ids(phonemized.phonemes)
+        if len(tokens.ids) > MAX_IDS:
+            raise TextTooLongError(len(tokens.ids), MAX_IDS)
+        phonemes = (_BOS, *phonemized.phonemes, _EOS)
+        if not tokens.ids:
+            return Utterance(
+                text=text,
+                voice=voice.info.name,
+                sample_rate=SAMPLE_RATE,
+                samples_per_frame=SAMPLES_PER_FRAME,
+                latents=np.zeros((ENERGY_ROW + 1, 0), dtype=np.float32),
+                phonemes=(),
+                phoneme_frames=np.zeros(0, dtype=np.int64),
+                words=(),
+                conditioning=voice.pack[0],
+            )
+        style = voice.pack[min(len(tokens.ids), PACK_ROWS) - 1]
+        asr, f0, energy, durations = model.stages(threads).prosody.run(
+            [ASR, F0, ENERGY, DURATIONS],
+            {
+                "tokens": np.array([[PAD, *tokens.ids, PAD]], dtype=np.int64),
+                "style": style[np.newaxis],
+                "speed": np.array([settings.speed], dtype=np.float32),
+            },
+            model.run_options,
+        )
+        # Durations are in the alignment's frames; the generator runs at twice that rate.
+        token_frames = 2 * durations.reshape(-1).astype(np.int64)
+        owner = np.concatenate([[0], tokens.owner + 1, [len(phonemes) - 1]])
+        phoneme_frames = np.bincount(owner, weights=token_frames, minlength=len(phonemes)).astype(
+            np.int64
+        )
+        edges = np.concatenate([[0], np.cumsum(phoneme_frames)])
+        words = tuple(
+            WordSpan(
+                word=w.word,
+                char_start=w.char_start,
+                char_end=w.char_end,
+                start_frame=int(edges[start + 1]),
+                end_frame=int(edges[end + 1]),
+            )
+            for w, (start, end) in zip(phonemized.words, phonemized.word_phonemes, strict=True)
+        )
+        latents = np.concatenate(
+            [np.repeat(asr[0], 2, axis=1), f0, energy], axis=0, dtype=np.float32
+        )
+        return Utterance(
+            text=text,
+            voice=voice.info.name,
+            sample_rate=SAMPLE_RATE,
+            samples_per_frame=SAMPLES_PER_FRAME,
+            latents=np.ascontiguousarray(latents),
+            phonemes=phonemes,
+            phoneme_frames=phoneme_frames,
+            words=words,
+            conditioning=style,
+        )
+
+    def render(
+        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
+    ) -> FloatArray:
+        total = utterance.num_frames
+        if not 0 <= start_frame < end_frame <= total:
+            raise ValueError(f"window [{start_frame}, {end_frame}) outside [0, {total})")
+        voice = self.load(utterance.voice)
+        model = self.model()
+        context = self._settings.context_frames
+        # Even edges: the decoder reads the text features at half the rate of the frames.
+        lo = max(0, start_frame - context) // 2 * 2
+        hi = min(total, (end_frame + context + 1) // 2 * 2)
+        running = self._running_for(utterance, voice)
+        prior, weight = running.blend_for(end_frame - start_frame, hi - lo)
+        audio, own = model.decode(
+            model.stages(threads),
+            utterance.latents,
+            lo,
+            hi,
+            _style(utterance),
+            running.phases.sines(lo, hi),
+            prior,
+            weight,
+        )
+        running.take_in(own, end_frame - start_frame)
+        window = audio[
+            (start_frame - lo) * SAMPLES_PER_FRAME : (end_frame - lo) * SAMPLES_PER_FRAME
+        ]
+        clipped: FloatArray = np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
+        return clipped
+
+    def _running_for(self, utterance: Utterance, voice: _Voice) -> _Running:
+        with self._running_lock:
+            running = self._running.get(utterance)
+            if running is None:
+                running = _Running(
+                    voice.prior, self._settings.prior_frames, utterance.latents[F0_ROW]
+                )
+                self._running[utterance] = running
+            return running
+
+
+def _style(utterance: Utterance) -> FloatArray:
+    if utterance.conditioning is None:
+        raise ValueError(f"utterance of {utterance.voice} has no style (not a Kokoro utterance)")
+    return utterance.conditioning

@@ -1,0 +1,130 @@
+"""Kokoro's voices: style packs on disk, their names, and blends of two or more.
+
+A Kokoro voice is a 510 x 256 float32 pack (``<name>.bin``, 522,240 bytes): row ``n - 1`` is
+the style for a text of ``n`` tokens. ``make kokoro-voices`` installs the 28 English packs of
+the npm package ``kokoro-js`` 1.2.1 into ``<venv>/share/voxflow/kokoro/voices`` and checks them
+against ``kokoro_voices.sha256`` (next to this module); any other ``.bin`` of that size dropped
+in the directory is a voice too. A name's first letter is its accent: ``a`` American English,
+``b`` British English (``en_US``, ``en_GB``; espeak-ng's ``en-us`` and ``en-gb`` phonemize them);
+other languages are not offered.
+
+Voices are named ``kokoro:<pack>`` everywhere. A **blend** is a weighted mean of packs, named
+``kokoro:af_heart*0.7+am_michael*0.3`` (weights are relative and normalised; a pack without
+``*w`` weighs 1, so ``kokoro:af_heart+af_bella`` is an even mix).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+PREFIX = "kokoro:"
+PACK_ROWS = 510
+STYLE_DIM = 256
+PACK_BYTES = PACK_ROWS * STYLE_DIM * 4
+SAMPLE_RATE = 24000
+# A pack's first letter: its language (as Piper voices name theirs) and espeak-ng's voice.
+_LANGUAGES = {"a": "en_US", "b": "en_GB"}
+_ESPEAK_VOICES = {"a": "en-us", "b": "en-gb"}
+_PACK_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
+_PART = re.compile(r"(?P<pack>[a-z][a-z0-9_]{0,40})(?:\*(?P<weight>[0-9]*\.?[0-9]+))?")
+MAX_BLEND = 4
+
+
+def default_voices_dir() -> Path:
+    """Where ``make kokoro-voices`` installs the packs: inside the running environment."""
+    return Path(sys.prefix) / "share" / "voxflow" / "kokoro" / "voices"
+
+
+def language_of(pack: str) -> str | None:
+    """A pack's language (``af_heart`` -> ``en_US``); None: not English."""
+    return _LANGUAGES.get(pack[:1])
+
+
+def espeak_voice_of(pack: str) -> str:
+    """espeak-ng's voice for a pack (``af_heart`` -> ``en-us``, ``bf_emma`` -> ``en-gb``)."""
+    voice = _ESPEAK_VOICES.get(pack[:1])
+    if voice is None:
+        raise ValueError(f"{pack} is not an English Kokoro voice")
+    return voice
+
+
+@dataclass(frozen=True)
+class Blend:
+    """Packs and their weights (summing to 1), in the order given."""
+
+    parts: tuple[tuple[str, float], ...]
+
+    @property
+    def name(self) -> str:
+        """The canonical voice name (``kokoro:af_heart`` for a single pack)."""
+        if len(self.parts) == 1:
+            return PREFIX + self.parts[0][0]
+        return PREFIX + "+".join(f"{pack}*{weight:.4g}" for pack, weight in self.parts)
+
+
+class BlendError(ValueError):
+    """A ``kokoro:`` voice name that does not parse."""
+
+
+def parse_voice(name: str) -> Blend:
+    """The packs of a ``kokoro:`` name (module docstring); ``BlendError`` when malformed."""
+    if not name.startswith(PREFIX):
+        raise BlendError(f"{name!r} is not a Kokoro voice (they start with {PREFIX!r})")
+    body = name[len(PREFIX) :]
+    pieces = body.split("+")
+    if not 1 <= len(pieces) <= MAX_BLEND:
+        raise BlendError(f"a blend mixes 1 to {MAX_BLEND} voices, got {len(pieces)}")
+    weights: dict[str, float] = {}
+    for piece in pieces:
+        match = _PART.fullmatch(piece)
+        if match is None:
+            raise BlendError(
+                f"cannot read {piece!r} in {name!r}: write kokoro:af_heart or "
+                "kokoro:af_heart*0.7+am_michael*0.3"
+            )
+        weight = float(match["weight"]) if match["weight"] is not None else 1.0
+        if not 0.0 < weight <= 100.0:
+            raise BlendError(f"weight of {match['pack']} must be in (0, 100], got {weight}")
+        if match["pack"] in weights:
+            raise BlendError(f"{match['pack']} appears twice in {name!r}")
+        weights[match["pack"]] = weight
+    total = sum(weights.values())
+    return Blend(tuple((pack, weight / total) for pack, weight in weights.items()))
+
+
+def find_packs(directory: Path) -> dict[str, Path]:
+    """The English packs in ``directory`` by name (empty when it does not exist)."""
+    if not directory.is_dir():
+        return {}
+    packs: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.bin")):
+        if (
+            _PACK_NAME.fullmatch(path.stem)
+            and language_of(path.stem) is not None
+            and path.stat().st_size == PACK_BYTES
+        ):
+            packs[path.stem] = path
+    return packs
+
+
+def load_pack(path: Path) -> npt.NDArray[np.float32]:
+    """One pack as ``(510, 256)`` float32; ``ValueError`` if the file is not one."""
+    data = np.fromfile(path, dtype="<f4")
+    if data.size != PACK_ROWS * STYLE_DIM:
+        raise ValueError(f"{path} is not a Kokoro voice pack ({data.size * 4} bytes)")
+    return data.reshape(PACK_ROWS, STYLE_DIM).astype(np.float32, copy=False)
+
+
+def blend_packs(blend: Blend, paths: dict[str, Path]) -> npt.NDArray[np.float32]:
+    """The weighted mean of the blend's packs."""
+    mixed = np.zeros((PACK_ROWS, STYLE_DIM), dtype=np.float64)
+    for pack, weight in blend.parts:
+        mixed += weight * load_pack(paths[pack])
+    result: npt.NDArray[np.float32] = mixed.astype(np.float32)
+    return result

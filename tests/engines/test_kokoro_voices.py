@@ -1,0 +1,176 @@
+"""Kokoro's voice names and style packs: parsing ``kokoro:`` names and blends, finding packs in a
+directory, reading them and mixing them (no model needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxflow.engines.kokoro_voices import (
+    MAX_BLEND,
+    PACK_BYTES,
+    PACK_ROWS,
+    STYLE_DIM,
+    Blend,
+    BlendError,
+    blend_packs,
+    default_voices_dir,
+    espeak_voice_of,
+    find_packs,
+    language_of,
+    load_pack,
+    parse_voice,
+)
+
+
+def _write_pack(path: Path, seed: int) -> np.ndarray:
+    pack = np.random.default_rng(seed).standard_normal((PACK_ROWS, STYLE_DIM)).astype("<f4")
+    pack.tofile(path)
+    return pack
+
+
+# -- parse_voice ----------------------------------------------------------------------------------
+
+
+def test_a_single_pack_weighs_one_and_keeps_its_name() -> None:
+    blend = parse_voice("kokoro:af_heart")
+    assert blend == Blend((("af_heart", 1.0),))
+    assert blend.name == "kokoro:af_heart"
+
+
+def test_blend_weights_are_normalised_in_the_order_given() -> None:
+    blend = parse_voice("kokoro:af_heart*3+am_michael*1")
+    assert [pack for pack, _ in blend.parts] == ["af_heart", "am_michael"]
+    assert [weight for _, weight in blend.parts] == pytest.approx([0.75, 0.25])
+    assert blend.name == "kokoro:af_heart*0.75+am_michael*0.25"
+    # Already normalised weights stay as they are; the canonical name parses back to itself.
+    again = parse_voice("kokoro:af_heart*0.7+am_michael*0.3")
+    assert [weight for _, weight in again.parts] == pytest.approx([0.7, 0.3])
+    assert parse_voice(again.name) == again
+
+
+def test_a_pack_without_a_weight_weighs_one() -> None:
+    even = parse_voice("kokoro:af_heart+af_bella")
+    assert even.parts == (("af_heart", 0.5), ("af_bella", 0.5))
+    assert even.name == "kokoro:af_heart*0.5+af_bella*0.5"
+    mixed = parse_voice("kokoro:af_heart*2+af_bella+bm_george")  # 2 : 1 : 1
+    assert [weight for _, weight in mixed.parts] == pytest.approx([0.5, 0.25, 0.25])
+    assert sum(weight for _, weight in mixed.parts) == pytest.approx(1.0)
+
+
+def test_the_most_packs_a_blend_mixes() -> None:
+    names = ["af_heart", "af_bella", "am_adam", "bf_emma", "bm_lewis"][:MAX_BLEND]
+    blend = parse_voice("kokoro:" + "+".join(names))
+    assert [pack for pack, _ in blend.parts] == names
+    assert [weight for _, weight in blend.parts] == pytest.approx([1 / MAX_BLEND] * MAX_BLEND)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("af_heart", "is not a Kokoro voice"),
+        ("Kokoro:af_heart", "is not a Kokoro voice"),
+        ("kokoro:", "cannot read"),
+        ("kokoro:AF_heart", "cannot read"),
+        ("kokoro:af-heart", "cannot read"),
+        ("kokoro:af_heart*", "cannot read"),
+        ("kokoro:af_heart*-1", "cannot read"),
+        ("kokoro:af_heart**2", "cannot read"),
+        ("kokoro:af_heart+", "cannot read"),
+        ("kokoro:af_heart +af_bella", "cannot read"),
+        ("kokoro:af_heart+af_heart", "appears twice"),
+        ("kokoro:af_heart*0.5+am_adam+af_heart*0.5", "appears twice"),
+        ("kokoro:a+b+c+d+e", "1 to 4 voices, got 5"),
+        ("kokoro:af_heart*0", "must be in \\(0, 100\\]"),
+        ("kokoro:af_heart*0.0+af_bella", "must be in \\(0, 100\\]"),
+        ("kokoro:af_heart*100.5", "must be in \\(0, 100\\]"),
+    ],
+)
+def test_malformed_names_are_refused(name: str, message: str) -> None:
+    with pytest.raises(BlendError, match=message):
+        parse_voice(name)
+
+
+def test_a_blend_error_is_a_value_error() -> None:
+    # Callers that catch ValueError (option checks) catch it too.
+    assert issubclass(BlendError, ValueError)
+
+
+def test_a_packs_first_letter_is_its_language() -> None:
+    assert [language_of(p) for p in ("af_heart", "am_adam", "bf_emma", "bm_lewis")] == [
+        "en_US", "en_US", "en_GB", "en_GB",
+    ]  # fmt: skip
+    assert language_of("jf_alpha") is None and language_of("zf_xiaobei") is None
+    assert espeak_voice_of("af_heart") == "en-us" and espeak_voice_of("bm_lewis") == "en-gb"
+    with pytest.raises(ValueError, match="not an English Kokoro voice"):
+        espeak_voice_of("ef_dora")
+
+
+# -- find_packs -----------------------------------------------------------------------------------
+
+
+def test_find_packs_keeps_english_packs_of_the_right_size(tmp_path: Path) -> None:
+    for name in ("af_one", "bm_two", "am_three"):
+        _write_pack(tmp_path / f"{name}.bin", 0)
+    (tmp_path / "af_short.bin").write_bytes(b"\0" * (PACK_BYTES - 4))  # wrong size
+    (tmp_path / "af_long.bin").write_bytes(b"\0" * (PACK_BYTES + 4))
+    for other in ("jf_alpha", "zf_xiaobei", "ef_dora", "ff_siwis"):  # not English
+        _write_pack(tmp_path / f"{other}.bin", 0)
+    _write_pack(tmp_path / "Af_caps.bin", 0)  # not a pack name
+    _write_pack(tmp_path / "af_one.npy", 0)  # not .bin
+    packs = find_packs(tmp_path)
+    assert packs == {name: tmp_path / f"{name}.bin" for name in ("af_one", "am_three", "bm_two")}
+    assert list(packs) == ["af_one", "am_three", "bm_two"]  # sorted by name
+
+
+def test_find_packs_of_a_missing_directory_is_empty(tmp_path: Path) -> None:
+    assert find_packs(tmp_path / "missing") == {}
+    assert find_packs(tmp_path) == {}
+
+
+def test_the_installed_packs_are_the_28_english_voices() -> None:
+    packs = find_packs(default_voices_dir())
+    assert len(packs) == 28, f"make kokoro-voices installs them into {default_voices_dir()}"
+    assert {name[:2] for name in packs} == {"af", "am", "bf", "bm"}
+    assert "af_heart" in packs
+
+
+# -- load_pack and blend_packs --------------------------------------------------------------------
+
+
+def test_load_pack_reads_510_rows_of_256_float32(tmp_path: Path) -> None:
+    written = _write_pack(tmp_path / "af_x.bin", 1)
+    pack = load_pack(tmp_path / "af_x.bin")
+    assert pack.shape == (PACK_ROWS, STYLE_DIM) == (510, 256)
+    assert pack.dtype == np.float32
+    np.testing.assert_array_equal(pack, written)
+
+
+def test_load_pack_refuses_a_file_of_another_size(tmp_path: Path) -> None:
+    (tmp_path / "af_bad.bin").write_bytes(b"\0" * (PACK_BYTES - 1024))
+    with pytest.raises(ValueError, match="not a Kokoro voice pack"):
+        load_pack(tmp_path / "af_bad.bin")
+    (tmp_path / "af_empty.bin").write_bytes(b"")
+    with pytest.raises(ValueError, match="not a Kokoro voice pack"):
+        load_pack(tmp_path / "af_empty.bin")
+
+
+def test_a_blend_is_the_weighted_mean_of_its_packs(tmp_path: Path) -> None:
+    written = {name: _write_pack(tmp_path / f"{name}.bin", seed) for seed, name in enumerate("abc")}
+    paths = {name: tmp_path / f"{name}.bin" for name in written}
+    blend = parse_voice("kokoro:a*0.5+b*0.3+c*0.2")
+    mixed = blend_packs(blend, paths)
+    expected = 0.5 * written["a"] + 0.3 * written["b"] + 0.2 * written["c"]
+    assert mixed.shape == (PACK_ROWS, STYLE_DIM) and mixed.dtype == np.float32
+    np.testing.assert_allclose(mixed, expected, rtol=1e-6, atol=1e-6)
+    # One pack is that pack; an even blend of a pack with itself cannot be written (refused).
+    np.testing.assert_array_equal(blend_packs(parse_voice("kokoro:b"), paths), written["b"])
+
+
+def test_a_blend_of_installed_packs_is_their_weighted_mean() -> None:
+    packs = find_packs(default_voices_dir())
+    blend = parse_voice("kokoro:af_heart*0.7+am_michael*0.3")
+    expected = 0.7 * load_pack(packs["af_heart"]) + 0.3 * load_pack(packs["am_michael"])
+    np.testing.assert_allclose(blend_packs(blend, packs), expected, rtol=1e-5, atol=1e-6)
