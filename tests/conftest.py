@@ -1,4 +1,5 @@
-"""Shared fixtures: the real bundled voice, loaded once per test session."""
+"""Shared fixtures: the real bundled voice and the real Kokoro engine, loaded once per test
+session."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pytest
 import uvicorn
 
 from voxflow.config import ServerSettings
+from voxflow.engines import kokoro_model
+from voxflow.engines.kokoro import KokoroEngine, KokoroSettings
+from voxflow.engines.kokoro_voices import default_voices_dir, find_packs
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.server.app import create_app
@@ -27,6 +31,25 @@ def registry() -> VoiceRegistry:
 def engine(registry: VoiceRegistry) -> PiperEngine:
     engine = PiperEngine(registry, EngineSettings())
     engine.load("joe")
+    return engine
+
+
+@pytest.fixture(scope="session")
+def kokoro_registry() -> VoiceRegistry:
+    """Piper's voices and the Kokoro packs ``make kokoro-voices`` installed (``make unit``
+    installs them: their absence is a failure, not a skip)."""
+    voices = default_voices_dir()
+    assert find_packs(voices), f"no Kokoro voices in {voices}: make kokoro-voices (make unit does)"
+    assert kokoro_model.available(), kokoro_model.INSTALL_HINT
+    return VoiceRegistry(kokoro_dir=voices)
+
+
+@pytest.fixture(scope="session")
+def kokoro_engine(kokoro_registry: VoiceRegistry) -> KokoroEngine:
+    """The Kokoro engine with ``kokoro:af_heart`` loaded (its model split and its prior
+    calibrated: about 10 s, once)."""
+    engine = KokoroEngine(kokoro_registry, KokoroSettings())
+    engine.load("kokoro:af_heart")
     return engine
 
 

@@ -115,6 +115,7 @@ def _add_kokoro_options(serve: argparse.ArgumentParser) -> None:
         "--kokoro-slots",
         type=int,
         dest="kokoro_stream_slots",
+        metavar="N",
         help="admission slots one Kokoro stream holds (default 2)",
     )
     kokoro.add_argument(

@@ -18,6 +18,7 @@ from voxflow.bench.intelligibility import (
 )
 from voxflow.cli import main
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings
+from voxflow.engines.kokoro import KokoroEngine
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.windows import WindowPolicy
 
@@ -144,6 +145,18 @@ def test_streamed_piper_is_as_intelligible_as_whole_renders(
     # The long clause is understood in both renderings, mostly.
     long_clause = report.sentences[5]
     assert long_clause.wer_whole < 0.5 and long_clause.wer_streamed < 0.5, report.format()
+
+
+def test_streamed_kokoro_is_as_intelligible_as_whole_renders(
+    kokoro_engine: KokoroEngine, transcriber: Transcriber
+) -> None:
+    """Kokoro's windows are not bit-equal to a whole rendering (docs/kokoro.md): this is the
+    check that they are understood as well. Measured (af_heart, the same subset): whole 0.040,
+    streamed 0.020; all sixteen sentences 0.046 and 0.029 (bm_george 0.103 and 0.109).
+    Bounds: whole WER < 0.2, streamed WER <= whole + 0.06 (six of 99 words)."""
+    report = compare(kokoro_engine, "kokoro:af_heart", SUBSET, WindowPolicy(), transcriber)
+    assert report.wer_whole < 0.2, report.format()
+    assert report.wer_streamed <= report.wer_whole + 0.06, report.format()
 
 
 def test_cli_prints_json_per_voice(

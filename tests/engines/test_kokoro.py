@@ -50,23 +50,13 @@ Audio = npt.NDArray[np.float32]
 
 
 @pytest.fixture(scope="module")
-def kokoro_dir() -> Path:
-    voices = default_voices_dir()
-    assert find_packs(voices), f"no Kokoro voices in {voices}: make kokoro-voices (make unit does)"
-    assert kokoro_model.available(), kokoro_model.INSTALL_HINT
-    return voices
+def kokoro_dir(kokoro_registry: VoiceRegistry) -> Path:
+    return default_voices_dir()
 
 
 @pytest.fixture(scope="module")
-def kokoro_registry(kokoro_dir: Path) -> VoiceRegistry:
-    return VoiceRegistry(kokoro_dir=kokoro_dir)
-
-
-@pytest.fixture(scope="module")
-def kokoro(kokoro_registry: VoiceRegistry) -> KokoroEngine:
-    engine = KokoroEngine(kokoro_registry, KokoroSettings())
-    engine.load(HEART)
-    return engine
+def kokoro(kokoro_engine: KokoroEngine) -> KokoroEngine:
+    return kokoro_engine
 
 
 @pytest.fixture(scope="module")

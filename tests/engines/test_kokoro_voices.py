@@ -23,6 +23,7 @@ from voxflow.engines.kokoro_voices import (
     load_pack,
     parse_voice,
 )
+from voxflow.engines.phonemize import Phonemizer
 
 
 def _write_pack(path: Path, seed: int) -> np.ndarray:
@@ -103,7 +104,7 @@ def test_a_packs_first_letter_is_its_language() -> None:
         "en_US", "en_US", "en_GB", "en_GB",
     ]  # fmt: skip
     assert language_of("jf_alpha") is None and language_of("zf_xiaobei") is None
-    assert espeak_voice_of("af_heart") == "en-us" and espeak_voice_of("bm_lewis") == "en-gb"
+    assert espeak_voice_of("af_heart") == "en-us" and espeak_voice_of("bm_lewis") == "en"
     with pytest.raises(ValueError, match="not an English Kokoro voice"):
         espeak_voice_of("ef_dora")
 
@@ -174,3 +175,13 @@ def test_a_blend_of_installed_packs_is_their_weighted_mean() -> None:
     blend = parse_voice("kokoro:af_heart*0.7+am_michael*0.3")
     expected = 0.7 * load_pack(packs["af_heart"]) + 0.3 * load_pack(packs["am_michael"])
     np.testing.assert_allclose(blend_packs(blend, packs), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("pack", "tomato"), [("af_heart", "təmˈeɪɾoʊ"), ("bm_george", "təmˈɑːtəʊ")]
+)
+def test_each_accent_has_an_espeak_voice_that_speaks_it(pack: str, tomato: str) -> None:
+    """The accent's espeak-ng voice exists in piper's data (its name for British English is
+    ``en``, not ``en-gb``) and gives that accent's vowels."""
+    phonemes = Phonemizer(espeak_voice_of(pack)).phonemize("tomato").phonemes
+    assert "".join(phonemes) == tomato

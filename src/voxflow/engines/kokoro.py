@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import onnx
-import onnxruntime as ort
 
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
 from voxflow.engines.kokoro_graph import (
@@ -63,6 +62,7 @@ from voxflow.engines.kokoro_voices import (
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +90,10 @@ class KokoroSettings:
     # audio): as for Piper. 0 or 1: none.
     wide_threads: int = 2
     # Frames of context on each side of a window (12.5 ms each). The decoder's convolutions
-    # reach further, but past 8 frames the windows' differences from a whole run come from the
-    # normalisation's blend, not from the context (docs/benchmarks.md, Kokoro).
-    context_frames: int = 8
+    # reach further, but the windows' differences from a whole run come mostly from the
+    # normalisation's blend: 4, 8 and 16 frames understood alike in the intelligibility check
+    # (docs/benchmarks.md, Kokoro), and 4 wastes the least.
+    context_frames: int = 4
     # The weight of a voice's prior statistics in the running blend, in frames (1.9 s of audio):
     # the best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
     prior_frames: float = 150.0
@@ -112,13 +113,8 @@ class _Stages:
     """The prosody stage and the decoder, run with ``threads`` intra-op threads."""
 
     def __init__(self, split: KokoroSplit, threads: int) -> None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        providers = ["CPUExecutionProvider"]
-        self.prosody = ort.InferenceSession(split.prosody_stage, options, providers=providers)
-        self.decoder = ort.InferenceSession(split.decoder_stage, options, providers=providers)
+        self.prosody = cpu_session(split.prosody_stage, threads)
+        self.decoder = cpu_session(split.decoder_stage, threads)
 
 
 class _Model:
@@ -130,16 +126,15 @@ class _Model:
         self.outputs = [AUDIO] + [
             name for i in range(self.layers) for name in (window_mean(i), window_meansq(i))
         ]
-        self.run_options = ort.RunOptions()
-        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        self.default_threads = settings.intra_op_threads
-        self._stages = {self.default_threads: _Stages(split, self.default_threads)}
-        if settings.wide_threads > self.default_threads:
-            self._stages[settings.wide_threads] = _Stages(split, settings.wide_threads)
+        self.run_options = shrinking_run_options()
+        self._stages = ByThreads(
+            lambda threads: _Stages(split, threads),
+            settings.intra_op_threads,
+            settings.wide_threads,
+        )
 
     def stages(self, threads: int | None) -> _Stages:
-        found = None if threads is None else self._stages.get(threads)
-        return found if found is not None else self._stages[self.default_threads]
+        return self._stages.get(threads)
 
     def decode(
         self,

@@ -5,7 +5,7 @@ the style for a text of ``n`` tokens. ``make kokoro-voices`` installs the 28 Eng
 the npm package ``kokoro-js`` 1.2.1 into ``<venv>/share/voxflow/kokoro/voices`` and checks them
 against ``kokoro_voices.sha256`` (next to this module); any other ``.bin`` of that size dropped
 in the directory is a voice too. A name's first letter is its accent: ``a`` American English,
-``b`` British English (``en_US``, ``en_GB``; espeak-ng's ``en-us`` and ``en-gb`` phonemize them);
+``b`` British English (``en_US``, ``en_GB``; espeak-ng's ``en-us`` and ``en`` phonemize them);
 other languages are not offered.
 
 Voices are named ``kokoro:<pack>`` everywhere. A **blend** is a weighted mean of packs, named
@@ -30,7 +30,7 @@ PACK_BYTES = PACK_ROWS * STYLE_DIM * 4
 SAMPLE_RATE = 24000
 # A pack's first letter: its language (as Piper voices name theirs) and espeak-ng's voice.
 _LANGUAGES = {"a": "en_US", "b": "en_GB"}
-_ESPEAK_VOICES = {"a": "en-us", "b": "en-gb"}
+_ESPEAK_VOICES = {"a": "en-us", "b": "en"}  # piper's espeak-ng names British English "en"
 _PACK_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 _PART = re.compile(r"(?P<pack>[a-z][a-z0-9_]{0,40})(?:\*(?P<weight>[0-9]*\.?[0-9]+))?")
 MAX_BLEND = 4
@@ -47,7 +47,7 @@ def language_of(pack: str) -> str | None:
 
 
 def espeak_voice_of(pack: str) -> str:
-    """espeak-ng's voice for a pack (``af_heart`` -> ``en-us``, ``bf_emma`` -> ``en-gb``)."""
+    """espeak-ng's voice for a pack (``af_heart`` -> ``en-us``, ``bf_emma`` -> ``en``)."""
     voice = _ESPEAK_VOICES.get(pack[:1])
     if voice is None:
         raise ValueError(f"{pack} is not an English Kokoro voice")

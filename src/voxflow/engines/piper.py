@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from piper.config import PhonemeType, PiperConfig
 
 from voxflow.engines.base import (
@@ -44,6 +43,7 @@ from voxflow.engines.graph_split import (
 )
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
 
 log = logging.getLogger(__name__)
 
@@ -105,20 +105,16 @@ class LoadedVoice:
         split = split_piper_model(onnx.load(str(info.model_path)))
         self.latent_channels = split.latent_channels
         self.has_speaker_input = split.has_speaker_input
-        # ONNX Runtime keeps the memory arena at its largest use ever unless told to shrink it
-        # after each run; shrinking costs nothing measurable here (docs/benchmarks.md, memory)
-        # and lets the process return to its baseline after a long utterance or a large window.
-        self.run_options = ort.RunOptions()
-        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        self.default_threads = settings.intra_op_threads
-        self._stages = {self.default_threads: _Stages(split, self.default_threads)}
-        if settings.wide_threads > self.default_threads:
-            self._stages[settings.wide_threads] = _Stages(split, settings.wide_threads)
+        self.run_options = shrinking_run_options()
+        self._stages = ByThreads(
+            lambda threads: _Stages(split, threads),
+            settings.intra_op_threads,
+            settings.wide_threads,
+        )
 
     def stages(self, threads: int | None) -> _Stages:
         """The sessions with ``threads`` intra-op threads if loaded, else the default ones."""
-        found = None if threads is None else self._stages.get(threads)
-        return found if found is not None else self._stages[self.default_threads]
+        return self._stages.get(threads)
 
     def speaker_id(self, requested: int | None) -> int | None:
         if self.config.num_speakers <= 1:
@@ -323,15 +319,9 @@ class _Stages:
     """The three ONNX Runtime sessions of a voice, run with ``threads`` intra-op threads."""
 
     def __init__(self, split: SplitModel, threads: int) -> None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # Spinning workers burn a core while idle, which starves the other streams' windows.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        providers = ["CPUExecutionProvider"]
-        self.text = ort.InferenceSession(split.text_stage, options, providers=providers)
-        self.flow = ort.InferenceSession(split.flow_stage, options, providers=providers)
-        self.decoder = ort.InferenceSession(split.decoder_stage, options, providers=providers)
+        self.text = cpu_session(split.text_stage, threads)
+        self.flow = cpu_session(split.flow_stage, threads)
+        self.decoder = cpu_session(split.decoder_stage, threads)
 
 
 class TextTooLongError(ValueError):

@@ -23,6 +23,9 @@ class CostModel:
     prepare_per_char_s: float = 0.0006
     render_per_frame_s: float = 0.0004
     context_frames: int = 20  # decoder context rendered and dropped around every window
+    # Whether a window after a stream's first may use every core when nothing else runs: an
+    # engine that is not far faster than real time on one core needs it to keep up.
+    wide_windows: bool = False
 
     def prepare_s(self, chars: int) -> float:
         return self.prepare_fixed_s + self.prepare_per_char_s * chars
@@ -45,12 +48,14 @@ def initial_costs(engine: str) -> CostModel:
     """A fresh model for ``engine``'s jobs, from its figures on the 2-core dev machine: each
     engine learns its own rates, since a Kokoro frame costs about twenty Piper frames."""
     if engine == "kokoro":
-        # The prosody stage and the generator at one thread (docs/benchmarks.md, Kokoro); the
-        # generator's window has 8 frames of context on each side.
+        # The prosody stage and the decoder at one thread (docs/benchmarks.md, Kokoro); the
+        # decoder's window has 4 frames of context on each side. One core renders Kokoro at
+        # about real time, so a stream alone takes both for every window.
         return CostModel(
             prepare_fixed_s=0.02,
             prepare_per_char_s=0.0012,
             render_per_frame_s=0.009,
-            context_frames=16,
+            context_frames=8,
+            wide_windows=True,
         )
     return CostModel()

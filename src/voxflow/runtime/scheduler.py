@@ -422,7 +422,7 @@ class Scheduler:
                     continue
                 stream.versions[lane] += 1
                 job = stream.take(lane, work, now)
-                if job.playback_end is None and self._alone():
+                if (job.playback_end is None or stream.costs.wide_windows) and self._alone():
                     job = replace(job, threads=self._settings.wide_threads)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(

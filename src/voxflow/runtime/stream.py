@@ -105,6 +105,11 @@ class StreamState:
 
     # -- queue ---------------------------------------------------------------------------------
 
+    @property
+    def costs(self) -> CostModel:
+        """The cost model of the engine this stream speaks with."""
+        return self._costs
+
     def submit(self, request: SegmentRequest, now: float) -> None:
         self.works.append(Work(request))
         if self.fresh_since is None and self._out_of_audio(now):
