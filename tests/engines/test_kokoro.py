@@ -26,9 +26,9 @@ import pytest
 
 from voxflow.engines import kokoro_model
 from voxflow.engines.base import Utterance, VoiceSettings
-from voxflow.engines.kokoro import KokoroEngine, KokoroSettings
+from voxflow.engines.kokoro import KokoroEngine
 from voxflow.engines.kokoro_phonemes import PAD, kokoro_ids
-from voxflow.engines.kokoro_voices import default_voices_dir, find_packs, load_pack
+from voxflow.engines.kokoro_voices import default_voices_dir, load_pack
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
