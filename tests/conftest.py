@@ -48,7 +48,9 @@ def kokoro_registry() -> VoiceRegistry:
 def kokoro_engine(kokoro_registry: VoiceRegistry) -> KokoroEngine:
     """The Kokoro engine with ``kokoro:af_heart`` loaded (its model split and its prior
     calibrated: about 10 s, once)."""
-    engine = KokoroEngine(kokoro_registry, KokoroSettings())
+    # Both cores for every job (one set of sessions): the tests render whole sentences on the
+    # test's thread, and results do not depend on the thread count.
+    engine = KokoroEngine(kokoro_registry, KokoroSettings(intra_op_threads=2, wide_threads=2))
     engine.load("kokoro:af_heart")
     return engine
 

@@ -129,6 +129,8 @@ def test_speech_is_heard_at_its_own_rate_and_resampled(
 # Eight of the built-in sentences (99 words), the long clause among them: all sixteen take
 # ~24 s on two cores, these ~12 s.
 SUBSET = tuple(SENTENCES[i] for i in (0, 1, 3, 4, 8, 10, 12, 14))
+# Kokoro renders several times slower: five of those (69 words, the long clause among them).
+KOKORO_SUBSET = tuple(SENTENCES[i] for i in (1, 4, 8, 10, 12))
 
 
 def test_streamed_piper_is_as_intelligible_as_whole_renders(
@@ -151,10 +153,10 @@ def test_streamed_kokoro_is_as_intelligible_as_whole_renders(
     kokoro_engine: KokoroEngine, transcriber: Transcriber
 ) -> None:
     """Kokoro's windows are not bit-equal to a whole rendering (docs/kokoro.md): this is the
-    check that they are understood as well. Measured (af_heart, the same subset): whole 0.040,
-    streamed 0.020; all sixteen sentences 0.046 and 0.029 (bm_george 0.103 and 0.109).
-    Bounds: whole WER < 0.2, streamed WER <= whole + 0.06 (six of 99 words)."""
-    report = compare(kokoro_engine, "kokoro:af_heart", SUBSET, WindowPolicy(), transcriber)
+    check that they are understood as well. Measured (af_heart, these five sentences): whole
+    0.043, streamed 0.014; all sixteen 0.046 and 0.029 (bm_george 0.103 and 0.109). Bounds:
+    whole WER < 0.2, streamed WER <= whole + 0.06 (four of 69 words)."""
+    report = compare(kokoro_engine, "kokoro:af_heart", KOKORO_SUBSET, WindowPolicy(), transcriber)
     assert report.wer_whole < 0.2, report.format()
     assert report.wer_streamed <= report.wer_whole + 0.06, report.format()
 
