@@ -118,7 +118,11 @@ def test_freezing_collects_the_garbage_first_and_freezes_what_lives() -> None:
     try:
         frozen = freeze_startup_objects()
         assert gone() is None  # collected, not frozen for the life of the process
-        assert frozen == gc.get_freeze_count() > 0
+        # What it returns is the count it froze. Not compared for equality: other threads of the
+        # test process (servers and engines other tests left running) may change the frozen set
+        # by a few objects before the count is read again (seen once: 298,796 against 298,793).
+        assert frozen > 0
+        assert abs(gc.get_freeze_count() - frozen) < frozen // 100
         assert not any(o is kept for o in gc.get_objects())  # out of the collector's walks
     finally:
         gc.unfreeze()
