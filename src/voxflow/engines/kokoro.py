@@ -9,10 +9,10 @@ decoder on one window with ``context_frames`` of context on each side, its edges
 even frames (``voxflow.engines.kokoro_graph`` splits the model and says why a window needs more
 than context):
 
-* the harmonic source's sines come from the whole utterance's F0 (``_Phases``), so every window
+* the harmonic source's sines come from the whole utterance's F0 (``Phases``), so every window
   has the phase a whole run has;
 * each normalisation layer blends a running estimate of the utterance's statistics with the
-  window's own (``_Running``). The estimate starts from the voice's prior (the mean statistics
+  window's own (``RunningStats``). The estimate starts from the voice's prior (the mean statistics
   of a few calibration sentences rendered whole when the voice loads).
 
 A stream is therefore not bit-equal to a whole run, as it is for Piper: docs/benchmarks.md
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import onnx
 
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
@@ -51,6 +50,7 @@ from voxflow.engines.kokoro_graph import (
 )
 from voxflow.engines.kokoro_model import read_model
 from voxflow.engines.kokoro_phonemes import MAX_IDS, PAD, kokoro_ids
+from voxflow.engines.kokoro_running import SAMPLES_PER_FRAME, Phases, RunningStats, Stats
 from voxflow.engines.kokoro_voices import (
     PACK_ROWS,
     PREFIX,
@@ -66,7 +66,6 @@ from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_optio
 
 log = logging.getLogger(__name__)
 
-SAMPLES_PER_FRAME = 300
 ASR_CHANNELS = 512
 F0_ROW = ASR_CHANNELS
 ENERGY_ROW = ASR_CHANNELS + 1
@@ -103,10 +102,6 @@ class KokoroSettings:
             raise ValueError("threads must be >= 1 and context_frames >= 0")
         if self.prior_frames < 0:
             raise ValueError("prior_frames must be >= 0")
-
-
-Stats = list[tuple[FloatArray, FloatArray]]  # per normalisation layer: mean, mean square
-Sums = list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]
 
 
 class _Stages:
@@ -176,88 +171,6 @@ class _Voice:
         self.prior = prior
 
 
-class _Phases:
-    """The harmonic source's phase over a whole utterance, as the model computes it.
-
-    Per frame, each harmonic ``h`` advances by ``frac(f0 * h / 24000)`` (the model takes the
-    fractional part per sample, and all 300 samples of a frame share its F0); the running sum,
-    times ``2 pi * 300``, is interpolated linearly to the samples (half-pixel, edges held) and
-    fed to ``sin``. Computed in float64 once per utterance, so every window reads the same
-    values a whole run does.
-    """
-
-    def __init__(self, f0: FloatArray) -> None:
-        harmonics = np.arange(1, 10, dtype=np.float64)
-        steps = f0.astype(np.float64)[:, np.newaxis] * harmonics / SAMPLE_RATE
-        steps -= np.floor(steps)
-        self._frame_phase = 2 * np.pi * SAMPLES_PER_FRAME * np.cumsum(steps, axis=0)
-
-    def sines(self, lo: int, hi: int) -> FloatArray:
-        """``sin`` of the phase at the samples of frames ``[lo, hi)``: ``(samples, 9)``."""
-        phase = self._frame_phase
-        n = np.arange(lo * SAMPLES_PER_FRAME, hi * SAMPLES_PER_FRAME, dtype=np.float64)
-        position = np.clip((n + 0.5) / SAMPLES_PER_FRAME - 0.5, 0, len(phase) - 1)
-        left = np.floor(position).astype(np.int64)
-        right = np.minimum(left + 1, len(phase) - 1)
-        weight = (position - left)[:, np.newaxis]
-        at = phase[left] * (1 - weight) + phase[right] * weight
-        result: FloatArray = np.sin(np.mod(at, 2 * np.pi)).astype(np.float32)
-        return result
-
-
-class _Running:
-    """One utterance's running statistics and its phases.
-
-    The estimate of each layer's statistics over the whole utterance is a weighted mean of the
-    voice's prior and of the windows rendered so far (each weighted by the frames it added).
-    The prior weighs ``prior_frames`` times the share of the utterance not rendered yet: it
-    stands in for what is unseen, so a window that covers the whole utterance normalises by its
-    own statistics alone, which is the original model's whole run.
-    """
-
-    def __init__(self, prior: Stats, prior_frames: float, f0: FloatArray) -> None:
-        self.lock = threading.Lock()
-        self.prior: Sums = [(m.astype(np.float64), q.astype(np.float64)) for m, q in prior]
-        self.prior_frames = prior_frames
-        self.total = len(f0)
-        self.seen = 0  # frames rendered (each window's own, context excluded)
-        self.sums: Sums = []  # frame-weighted window statistics
-        self.phases = _Phases(f0)
-
-    def blend_for(self, new_frames: int, window_frames: int) -> tuple[Stats, float]:
-        """The statistics to feed a window that adds ``new_frames`` frames and spans
-        ``window_frames`` (context included), and the weight they get against its own."""
-        with self.lock:
-            unseen = max(0, self.total - self.seen - new_frames) / max(1, self.total)
-            prior_weight = self.prior_frames * unseen
-            weight = prior_weight + self.seen
-            if weight <= 0:
-                return [(np.zeros((1, 1, 1), np.float32),) * 2 for _ in self.prior], 0.0
-            blended = (
-                [
-                    ((prior_weight * m + sm) / weight, (prior_weight * q + sq) / weight)
-                    for (m, q), (sm, sq) in zip(self.prior, self.sums, strict=True)
-                ]
-                if self.sums
-                else self.prior
-            )
-            stats = [(m.astype(np.float32), q.astype(np.float32)) for m, q in blended]
-            return stats, weight / (weight + window_frames)
-
-    def take_in(self, own: Stats, frames: int) -> None:
-        """Fold a window's own statistics in, weighted by the frames it added."""
-        with self.lock:
-            added: Sums = [
-                (frames * m.astype(np.float64), frames * q.astype(np.float64)) for m, q in own
-            ]
-            self.sums = (
-                added
-                if not self.sums
-                else [(a + c, b + d) for (a, b), (c, d) in zip(self.sums, added, strict=True)]
-            )
-            self.seen += frames
-
-
 class KokoroEngine:
     """The ``Engine`` for ``kokoro:`` voices. Thread-safe; the model loads on first use.
 
@@ -278,7 +191,9 @@ class KokoroEngine:
         self._blends: OrderedDict[str, _Voice] = OrderedDict()
         self._voices_lock = threading.Lock()  # guards the two dicts, never held while working
         self._pack_locks: dict[str, threading.Lock] = {}  # one calibration per pack at a time
-        self._running: weakref.WeakKeyDictionary[Utterance, _Running] = weakref.WeakKeyDictionary()
+        self._running: weakref.WeakKeyDictionary[Utterance, RunningStats] = (
+            weakref.WeakKeyDictionary()
+        )
         self._running_lock = threading.Lock()
 
     @property
@@ -366,7 +281,7 @@ class KokoroEngine:
                 0,
                 frames,
                 _style(utterance),
-                _Phases(utterance.latents[F0_ROW]).sines(0, frames),
+                Phases(utterance.latents[F0_ROW]).sines(0, frames),
                 [(zero, zero)] * model.layers,
                 0.0,
             )
@@ -484,11 +399,11 @@ class KokoroEngine:
         clipped: FloatArray = np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
         return clipped
 
-    def _running_for(self, utterance: Utterance, voice: _Voice) -> _Running:
+    def _running_for(self, utterance: Utterance, voice: _Voice) -> RunningStats:
         with self._running_lock:
             running = self._running.get(utterance)
             if running is None:
-                running = _Running(
+                running = RunningStats(
                     voice.prior, self._settings.prior_frames, utterance.latents[F0_ROW]
                 )
                 self._running[utterance] = running
