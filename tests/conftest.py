@@ -46,8 +46,7 @@ def kokoro_registry() -> VoiceRegistry:
 
 @pytest.fixture(scope="session")
 def kokoro_engine(kokoro_registry: VoiceRegistry) -> KokoroEngine:
-    """The Kokoro engine with ``kokoro:af_heart`` loaded (its model split and its prior
-    calibrated: about 10 s, once)."""
+    """The Kokoro engine with ``kokoro:af_heart`` loaded (the model split: a few seconds, once)."""
     # Both cores for every job (one set of sessions): the tests render whole sentences on the
     # test's thread, and results do not depend on the thread count.
     engine = KokoroEngine(kokoro_registry, KokoroSettings(intra_op_threads=2, wide_threads=2))

@@ -1,9 +1,7 @@
 """``voxflow serve --kokoro`` as an operator runs it: the Kokoro voices listed, spoken through the
 official OpenAI SDK and the native WebSocket client, and an OpenAI voice name aliased to one.
 
-One server for the module. It loads af_heart at start-up; each other pack would calibrate on
-its first request (5 to 15 s on the 2-core dev machine), so the module speaks af_heart only,
-the alias included.
+One server for the module; it loads the Kokoro model (and af_heart) at start-up.
 """
 
 from __future__ import annotations

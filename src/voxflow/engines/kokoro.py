@@ -12,8 +12,8 @@ than context):
 * the harmonic source's sines come from the whole utterance's F0 (``Phases``), so every window
   has the phase a whole run has;
 * each normalisation layer blends a running estimate of the utterance's statistics with the
-  window's own (``RunningStats``). The estimate starts from the voice's prior (the mean statistics
-  of a few calibration sentences rendered whole when the voice loads).
+  window's own (``RunningStats``). The estimate starts from the pack's prior, shipped with
+  voxflow (``voxflow.engines.kokoro_prior``): loading a voice reads its pack and nothing more.
 
 A stream is therefore not bit-equal to a whole run, as it is for Piper: docs/benchmarks.md
 states the distance, and ``voxflow bench-intelligibility`` compares how well a recogniser
@@ -27,6 +27,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,13 +51,14 @@ from voxflow.engines.kokoro_graph import (
 )
 from voxflow.engines.kokoro_model import read_model
 from voxflow.engines.kokoro_phonemes import MAX_IDS, PAD, kokoro_ids
+from voxflow.engines.kokoro_prior import PRIOR_FILE, Priors, load_priors, mean_stats
 from voxflow.engines.kokoro_running import SAMPLES_PER_FRAME, Phases, RunningStats, Stats
 from voxflow.engines.kokoro_voices import (
     PACK_ROWS,
-    PREFIX,
     SAMPLE_RATE,
     blend_packs,
     espeak_voice_of,
+    pack_digest,
     parse_voice,
 )
 from voxflow.engines.phonemize import Phonemizer
@@ -70,14 +72,6 @@ ASR_CHANNELS = 512
 F0_ROW = ASR_CHANNELS
 ENERGY_ROW = ASR_CHANNELS + 1
 _BOS, _EOS = "^", "$"
-# Rendered whole when a voice loads, for its prior statistics: what an agent says, short to long.
-CALIBRATION = (
-    "Sure, I can help you with that.",
-    "Your order should arrive within three to five business days, and I will email you the "
-    "tracking number as soon as it ships.",
-    "Let me check the schedule for Tuesday afternoon.",
-    "I'm sorry about the wait; thanks for holding.",
-)
 
 
 @dataclass(frozen=True)
@@ -93,9 +87,10 @@ class KokoroSettings:
     # normalisation's blend: 4, 8 and 16 frames understood alike in the intelligibility check
     # (docs/benchmarks.md, Kokoro), and 4 wastes the least.
     context_frames: int = 4
-    # The weight of a voice's prior statistics in the running blend, in frames (1.9 s of audio):
-    # the best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
+    # The weight of the prior statistics in the running blend, in frames (1.9 s of audio): the
+    # best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
     prior_frames: float = 150.0
+    prior_file: Path = PRIOR_FILE
 
     def __post_init__(self) -> None:
         if self.intra_op_threads < 1 or self.wide_threads < 0 or self.context_frames < 0:
@@ -174,10 +169,9 @@ class _Voice:
 class KokoroEngine:
     """The ``Engine`` for ``kokoro:`` voices. Thread-safe; the model loads on first use.
 
-    A style pack's prior is calibrated once, when the pack is first used (a few seconds, on the
-    thread that asked; other voices render meanwhile). A blend's prior is the weighted mean of
-    its packs' priors, so a new blend costs no calibration; the engine keeps the
-    ``MAX_BLENDS`` most recently used blends.
+    A voice loads in the time it takes to read its pack (or a blend's packs); its prior is the
+    shipped one (a blend's: the weighted mean of its packs'). The engine keeps every pack it
+    has read and the ``MAX_BLENDS`` most recently used blends.
     """
 
     MAX_BLENDS = 64
@@ -187,10 +181,10 @@ class KokoroEngine:
         self._settings = settings or KokoroSettings()
         self._model: _Model | None = None
         self._model_lock = threading.Lock()
-        self._packs: dict[str, _Voice] = {}  # single packs: never dropped (28 at most)
+        self._priors: Priors | None = None
+        self._packs: OrderedDict[str, _Voice] = OrderedDict()  # never dropped (28 at most)
         self._blends: OrderedDict[str, _Voice] = OrderedDict()
         self._voices_lock = threading.Lock()  # guards the two dicts, never held while working
-        self._pack_locks: dict[str, threading.Lock] = {}  # one calibration per pack at a time
         self._running: weakref.WeakKeyDictionary[Utterance, RunningStats] = (
             weakref.WeakKeyDictionary()
         )
@@ -218,80 +212,72 @@ class KokoroEngine:
             return self._model
 
     def load(self, voice: str) -> _Voice:
-        """Load (once) and return a voice: a pack is calibrated on first use, a blend mixes
-        its packs' priors."""
+        """Load (once) and return a voice, with the model and the priors: a pack is read from
+        its file, a blend mixes its packs (and their priors)."""
         info = self._registry.get(voice)
         if info.engine != "kokoro":
             raise ValueError(f"{info.name} is not a Kokoro voice")
         blend = parse_voice(info.name)
-        if len(blend.parts) == 1:
-            return self._pack(info)
+        voices = self._packs if len(blend.parts) == 1 else self._blends
         with self._voices_lock:
-            loaded = self._blends.get(info.name)
+            loaded = voices.get(info.name)
             if loaded is not None:
-                self._blends.move_to_end(info.name)
+                voices.move_to_end(info.name)
                 return loaded
-        parts = [(self._pack(self._registry.get(PREFIX + pack)), w) for pack, w in blend.parts]
-        prior = [
-            (
-                sum((w * part.prior[i][0] for part, w in parts), np.zeros((1, 1, 1), np.float32)),
-                sum((w * part.prior[i][1] for part, w in parts), np.zeros((1, 1, 1), np.float32)),
-            )
-            for i in range(len(parts[0][0].prior))
-        ]
-        loaded = _Voice(info, blend_packs(blend, self._registry.kokoro_packs()), prior)
+        # Read outside the lock (half a megabyte a pack); of two threads that read a new voice
+        # at once, the first to store it wins.
+        paths = self._registry.kokoro_packs()
+        priors = self.priors()
+        prior = mean_stats(
+            [priors.for_pack(pack_digest(paths[pack])) for pack, _ in blend.parts],
+            [weight for _, weight in blend.parts],
+        )
+        read = _Voice(info, blend_packs(blend, paths), prior)
         with self._voices_lock:
-            self._blends[info.name] = loaded
+            loaded = voices.setdefault(info.name, read)
+            voices.move_to_end(info.name)
             while len(self._blends) > self.MAX_BLENDS:
                 self._blends.popitem(last=False)
+        if loaded is read:
+            log.info("loaded voice %s", info.name)
         return loaded
 
-    def _pack(self, info: VoiceInfo) -> _Voice:
-        with self._voices_lock:
-            loaded = self._packs.get(info.name)
-            if loaded is not None:
-                return loaded
-            lock = self._pack_locks.setdefault(info.name, threading.Lock())
-        model = self.model()
-        with lock:
-            with self._voices_lock:
-                loaded = self._packs.get(info.name)
-            if loaded is None:
-                blend = parse_voice(info.name)
-                loaded = _Voice(info, blend_packs(blend, self._registry.kokoro_packs()), [])
-                loaded.prior = self._calibrate(model, loaded)
-                with self._voices_lock:
-                    self._packs[info.name] = loaded
-                log.info("loaded voice %s", info.name)
-            return loaded
+    def priors(self) -> Priors:
+        """The shipped priors (``settings.prior_file``), read once with the model."""
+        priors = self._priors
+        if priors is None:
+            layers = self.model().layers
+            with self._model_lock:
+                if self._priors is None:
+                    self._priors = load_priors(self._settings.prior_file, layers)
+                priors = self._priors
+        return priors
 
-    def _calibrate(self, model: _Model, voice: _Voice) -> Stats:
-        """The mean statistics of the calibration sentences, each rendered whole with the
-        original layers (the blend's weight 0)."""
+    def whole_statistics(self, text: str, voice: str) -> Stats:
+        """The normalisation statistics of ``text`` rendered whole by ``voice``, with the
+        original layers (the prior's weight 0): what ``voxflow.engines.kokoro_calibrate``
+        averages into the prior."""
+        model = self.model()
         threads = max(self._settings.intra_op_threads, self._settings.wide_threads)
-        stages = model.stages(threads)
-        sums: list[tuple[FloatArray, FloatArray]] = []
-        for text in CALIBRATION:
-            utterance = self._prepare(model, voice, text, VoiceSettings(), threads)
-            frames = utterance.num_frames
-            zero = np.zeros((1, 1, 1), np.float32)
-            _, own = model.decode(
-                stages,
-                utterance.latents,
-                0,
-                frames,
-                _style(utterance),
-                Phases(utterance.latents[F0_ROW]).sines(0, frames),
-                [(zero, zero)] * model.layers,
-                0.0,
-            )
-            sums = (
-                own
-                if not sums
-                else [(a + c, b + d) for (a, b), (c, d) in zip(sums, own, strict=True)]
-            )
-        n = np.float32(len(CALIBRATION))
-        return [(mean / n, meansq / n) for mean, meansq in sums]
+        info = self._registry.get(voice)
+        # No prior: a whole rendering does not use one (and this computes them).
+        unprimed = _Voice(
+            info, blend_packs(parse_voice(info.name), self._registry.kokoro_packs()), []
+        )
+        utterance = self._prepare(model, unprimed, text, VoiceSettings(), threads)
+        frames = utterance.num_frames
+        zero = np.zeros((1, 1, 1), np.float32)
+        _, own = model.decode(
+            model.stages(threads),
+            utterance.latents,
+            0,
+            frames,
+            _style(utterance),
+            Phases(utterance.latents[F0_ROW]).sines(0, frames),
+            [(zero, zero)] * model.layers,
+            0.0,
+        )
+        return own
 
     def prepare(
         self, text: str, voice: str, settings: VoiceSettings, threads: int | None = None

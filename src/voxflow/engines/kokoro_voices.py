@@ -15,6 +15,7 @@ Voices are named ``kokoro:<pack>`` everywhere. A **blend** is a weighted mean of
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from dataclasses import dataclass
@@ -119,6 +120,11 @@ def load_pack(path: Path) -> npt.NDArray[np.float32]:
     if data.size != PACK_ROWS * STYLE_DIM:
         raise ValueError(f"{path} is not a Kokoro voice pack ({data.size * 4} bytes)")
     return data.reshape(PACK_ROWS, STYLE_DIM).astype(np.float32, copy=False)
+
+
+def pack_digest(path: Path) -> str:
+    """The sha256 of a pack file, hex (as ``kokoro_voices.sha256`` lists them)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def blend_packs(blend: Blend, paths: dict[str, Path]) -> npt.NDArray[np.float32]:
