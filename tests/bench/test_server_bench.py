@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import running_server
 from voxflow.bench.corpus import load_corpus
-from voxflow.bench.options import BenchOptions
+from voxflow.bench.options import LONG_TEXT, BenchOptions
 from voxflow.bench.report import BenchReport, format_report
 from voxflow.bench.server import run_server_bench, ttfa_plot
 from voxflow.config import ServerSettings
@@ -41,6 +41,9 @@ def bench() -> Iterator[tuple[BenchReport, str]]:
         capacity=(2, 1),
         cancel_repeats=2,
         cancel_grace_ms=200,
+        # Two sentences (9 s of audio), rendered within the server's lead at once: the default
+        # text (32 s) keeps the memory section's streams 12 s waiting for their listener.
+        cancel_text=LONG_TEXT[: LONG_TEXT.index(" You will")],
         long_text_chars=600,
         busy_streams=2,
     )
