@@ -8,6 +8,7 @@ import os
 import platform
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime import scheduler as scheduler_module
 from voxflow.runtime.memory import (
     free_memory_trimmer,
     freeze_startup_objects,
@@ -103,6 +105,48 @@ def test_trim_soon_returns_freed_memory_once_the_workers_are_idle(engine: PiperE
         time.sleep(0.5)
         assert len(trims) == 1
     finally:
+        scheduler.shutdown()
+
+
+class _Cycle:
+    """Garbage only the cyclic collector frees, as a finished connection's tasks leave."""
+
+    def __init__(self) -> None:
+        self.itself = self
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10.0
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_trim_soon_collects_cycles_when_asked_at_most_so_often(
+    engine: PiperEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_module, "_COLLECT_EVERY_S", 1.0)
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2))
+    trims: list[float] = []
+    scheduler._trim = lambda: trims.append(time.monotonic())
+    gc.disable()  # only the scheduler's collection frees the cycles below
+    try:
+        kept = weakref.ref(_Cycle())
+        scheduler.trim_soon()
+        _wait_for(lambda: len(trims) == 1, "trim_soon never trimmed")
+        assert kept() is not None  # a plain trim leaves the collector alone
+        scheduler.trim_soon(collect=True)
+        _wait_for(lambda: len(trims) == 2, "trim_soon never trimmed")
+        assert kept() is None  # collected, then trimmed
+        # Asked again at once: this trim returns memory, the collection waits its turn.
+        again = weakref.ref(_Cycle())
+        scheduler.trim_soon(collect=True)
+        _wait_for(lambda: len(trims) == 3, "trim_soon never trimmed")
+        assert again() is not None
+        _wait_for(lambda: len(trims) == 4, "the put-off collection never came")
+        assert again() is None and trims[3] - trims[1] >= 0.9
+    finally:
+        gc.enable()
         scheduler.shutdown()
 
 

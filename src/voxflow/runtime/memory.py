@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["free_memory_trimmer", "freeze_startup_objects", "limit_malloc_arenas"]
+__all__ = ["collect_cycles", "free_memory_trimmer", "freeze_startup_objects", "limit_malloc_arenas"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,19 @@ def _libc_function(name: str) -> Any | None:
         return getattr(ctypes.CDLL(ctypes.util.find_library("c")), name)
     except (OSError, AttributeError, TypeError):
         return None
+
+
+def collect_cycles() -> int:
+    """Run a full cyclic collection now; returns the number of objects it found unreachable.
+
+    A connection that ends leaves reference cycles behind: each of its cancelled tasks keeps
+    its exception, whose traceback holds the task's frames, whose locals hold the session and
+    the audio it had queued (a slow reader's: 14 to 20 MiB, measured). The collector frees them
+    at its next full collection, which an idle server may not run for a long time, so the
+    scheduler runs one when a connection has ended and its workers are idle
+    (``Scheduler.trim_soon(collect=True)``). It walks only what is not frozen
+    (``freeze_startup_objects``)."""
+    return gc.collect()
 
 
 def free_memory_trimmer() -> Callable[[], None]:

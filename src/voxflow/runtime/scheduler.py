@@ -52,7 +52,7 @@ from voxflow.runtime.jobs import (
     Sink,
     Takeover,
 )
-from voxflow.runtime.memory import free_memory_trimmer
+from voxflow.runtime.memory import collect_cycles, free_memory_trimmer
 from voxflow.runtime.phrases import CachedPhrase
 from voxflow.runtime.priority import lower_thread_priority
 from voxflow.runtime.recording import Recording
@@ -89,6 +89,10 @@ class BackgroundQueueFull(RuntimeError):
 
 # Freed memory is returned to the OS once the workers have been idle this long after a job.
 _TRIM_AFTER_S = 0.25
+
+
+# Cyclic garbage is collected at a trim at most this often (``trim_soon(collect=True)``).
+_COLLECT_EVERY_S = 5.0
 
 
 class _Trim:
@@ -201,6 +205,8 @@ class Scheduler:
         self._stopping = False
         self._trim = free_memory_trimmer()
         self._trim_due: float | None = None
+        self._collect_due = False  # the next trim collects cyclic garbage first
+        self._collected_at = -_COLLECT_EVERY_S
         self._threads = [
             threading.Thread(target=self._work, name=f"voxflow-worker-{i}", daemon=True)
             for i in range(settings.workers)
@@ -220,11 +226,13 @@ class Scheduler:
             costs = self._costs.setdefault(name, initial_costs(name))
         return costs
 
-    def trim_soon(self) -> None:
+    def trim_soon(self, collect: bool = False) -> None:
         """Return freed memory to the system once the workers are idle: for memory freed outside
         a job (a connection that held much audio ended), which the trim after the last job
-        came too early for."""
+        came too early for. ``collect``: run the cyclic garbage collector first
+        (``runtime.memory.collect_cycles``: a connection's tasks leave cycles behind)."""
         with self._cond:
+            self._collect_due = self._collect_due or collect
             if self._trim_due is None:
                 self._trim_due = self._clock() + _TRIM_AFTER_S
                 self._cond.notify()
@@ -447,6 +455,19 @@ class Scheduler:
                 wait = self._trim_due - now if wait is None else min(wait, self._trim_due - now)
             self._cond.wait(wait)
 
+    def _collect_now(self) -> bool:
+        """Whether this trim collects cyclic garbage first: when asked to, at most once every
+        ``_COLLECT_EVERY_S`` (a burst of connections ending holds the event loop's GIL for one
+        collection, not one each); one asked for too soon is put off to then."""
+        if not self._collect_due:
+            return False
+        wait = self._collected_at + _COLLECT_EVERY_S - self._clock()
+        if wait > 0:
+            self._trim_due = self._clock() + wait
+            return False
+        self._collect_due = False
+        return True
+
     def _background_spare(self) -> bool:
         """Whether a background task may run now: one at a time, and only while a worker stays
         free for a stream that becomes due (with one worker: while it has nothing else)."""
@@ -497,11 +518,18 @@ class Scheduler:
                 picked = self._take()
                 if picked is None:
                     return
-                if picked is _TRIM:
-                    self._trim()  # lock held: it takes well under a millisecond
-                    continue
-                assert not isinstance(picked, _Trim)
-                self._busy += 1
+                if isinstance(picked, _Trim):
+                    if not self._collect_now():
+                        self._trim()  # lock held: it takes well under a millisecond
+                        continue
+                else:
+                    self._busy += 1
+            if isinstance(picked, _Trim):
+                collect_cycles()  # not under the lock: it takes 10 to 20 ms
+                with self._cond:
+                    self._collected_at = self._clock()
+                    self._trim()
+                continue
             if not isinstance(picked, tuple):
                 self._run_background(picked)
                 continue

@@ -226,8 +226,9 @@ class SessionDriver:
                 self.session.poll(self._clock())
 
     def release_memory_soon(self) -> None:
-        """The connection is over and its buffers are gone: have the freed memory returned."""
-        self._scheduler.trim_soon()
+        """The connection is over and its buffers are gone: have its cycles collected and the
+        freed memory returned."""
+        self._scheduler.trim_soon(collect=True)
 
     async def close(self) -> None:
         """Stop all of this client's work (idempotent)."""
