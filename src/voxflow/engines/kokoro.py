@@ -214,9 +214,7 @@ class KokoroEngine:
     def load(self, voice: str) -> _Voice:
         """Load (once) and return a voice, with the model and the priors: a pack is read from
         its file, a blend mixes its packs (and their priors)."""
-        info = self._registry.get(voice)
-        if info.engine != "kokoro":
-            raise ValueError(f"{info.name} is not a Kokoro voice")
+        info = self._kokoro_info(voice)
         blend = parse_voice(info.name)
         voices = self._packs if len(blend.parts) == 1 else self._blends
         with self._voices_lock:
@@ -242,6 +240,12 @@ class KokoroEngine:
             log.info("loaded voice %s", info.name)
         return loaded
 
+    def _kokoro_info(self, voice: str) -> VoiceInfo:
+        info = self._registry.get(voice)
+        if info.engine != "kokoro":
+            raise ValueError(f"{info.name} is not a Kokoro voice")
+        return info
+
     def priors(self) -> Priors:
         """The shipped priors (``settings.prior_file``), read once with the model."""
         priors = self._priors
@@ -259,7 +263,7 @@ class KokoroEngine:
         averages into the prior."""
         model = self.model()
         threads = max(self._settings.intra_op_threads, self._settings.wide_threads)
-        info = self._registry.get(voice)
+        info = self._kokoro_info(voice)
         # No prior: a whole rendering does not use one (and this computes them).
         unprimed = _Voice(
             info, blend_packs(parse_voice(info.name), self._registry.kokoro_packs()), []

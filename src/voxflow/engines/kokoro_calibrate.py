@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m voxflow.engines.kokoro_calibrate")
     parser.add_argument("--voices", type=Path, default=default_voices_dir())
     parser.add_argument("--out", type=Path, default=PRIOR_FILE)
-    parser.add_argument("packs", nargs="*", help="packs to average (default: every one)")
+    parser.add_argument("packs", nargs="*", help="packs to calibrate (default: all installed)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     installed = find_packs(args.voices)
