@@ -16,8 +16,8 @@ import pytest
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime import scheduler as scheduler_module
 from voxflow.runtime.memory import (
+    MemoryUpkeep,
     free_memory_trimmer,
     freeze_startup_objects,
     limit_malloc_arenas,
@@ -90,9 +90,10 @@ def test_the_heap_count_can_be_capped_on_glibc() -> None:
 def test_trim_soon_returns_freed_memory_once_the_workers_are_idle(engine: PiperEngine) -> None:
     # Memory a connection freed after the workers' last trim (its buffered audio) is returned
     # on request, without waiting for more work.
-    scheduler = Scheduler(engine, SchedulerSettings(workers=2))
     trims: list[float] = []
-    scheduler._trim = lambda: trims.append(time.monotonic())  # the count, not the C call
+    # The count, not the C call.
+    upkeep = MemoryUpkeep(lambda: trims.append(time.monotonic()))
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2), upkeep=upkeep)
     try:
         time.sleep(0.5)
         assert trims == []  # idle, nothing asked for: no trim
@@ -122,13 +123,10 @@ def _wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
-def test_trim_soon_collects_cycles_when_asked_at_most_so_often(
-    engine: PiperEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(scheduler_module, "_COLLECT_EVERY_S", 1.0)
-    scheduler = Scheduler(engine, SchedulerSettings(workers=2))
+def test_trim_soon_collects_cycles_when_asked_at_most_so_often(engine: PiperEngine) -> None:
     trims: list[float] = []
-    scheduler._trim = lambda: trims.append(time.monotonic())
+    upkeep = MemoryUpkeep(lambda: trims.append(time.monotonic()), collect_every_s=1.0)
+    scheduler = Scheduler(engine, SchedulerSettings(workers=2), upkeep=upkeep)
     gc.disable()  # only the scheduler's collection frees the cycles below
     try:
         kept = weakref.ref(_Cycle())
@@ -171,3 +169,48 @@ def test_freezing_collects_the_garbage_first_and_freezes_what_lives() -> None:
     finally:
         gc.unfreeze()
     assert any(o is kept for o in gc.get_objects())
+
+
+# -- MemoryUpkeep's timing, on a clock of its own ------------------------------------------------
+
+
+def _upkeep(collect_every_s: float = 5.0) -> tuple[MemoryUpkeep, list[int]]:
+    trims: list[int] = []
+    return MemoryUpkeep(lambda: trims.append(1), 0.25, collect_every_s), trims
+
+
+def test_a_trim_falls_due_a_while_after_the_last_job() -> None:
+    upkeep, _ = _upkeep()
+    assert upkeep.wait_s(0.0) is None and not upkeep.take(0.0)  # nothing ran: nothing due
+    upkeep.job_done(1.0)
+    upkeep.job_done(2.0)  # a later job puts it off
+    assert upkeep.wait_s(2.1) == pytest.approx(0.15)
+    assert not upkeep.take(2.2)
+    assert upkeep.take(2.25)
+    assert upkeep.wait_s(2.3) is None and not upkeep.take(9.0)  # taken once
+
+
+def test_asking_wakes_the_workers_only_when_no_trim_was_due() -> None:
+    upkeep, _ = _upkeep()
+    assert upkeep.ask(0.0) is True
+    assert upkeep.ask(0.1) is False  # due already (at 0.25): one trim serves both
+    assert not upkeep.take(0.2) and upkeep.take(0.25)
+    assert upkeep.ask(0.3) is True
+
+
+def test_a_collection_comes_first_at_most_so_often_and_is_put_off_not_dropped() -> None:
+    upkeep, _ = _upkeep(collect_every_s=5.0)
+    upkeep.ask(0.0)
+    assert upkeep.take(0.25) and not upkeep.collect_first(0.25)  # none asked for
+    upkeep.ask(1.0, collect=True)
+    assert upkeep.take(1.25) and upkeep.collect_first(1.25)
+    upkeep.collected(1.3)
+    upkeep.ask(2.0, collect=True)
+    assert upkeep.take(2.25)
+    assert not upkeep.collect_first(2.25)  # 0.95 s after the last: a plain trim now...
+    assert upkeep.wait_s(2.25) == pytest.approx(4.05)  # ...and another once one may run
+    assert not upkeep.take(6.2)
+    assert upkeep.take(6.3) and upkeep.collect_first(6.3)
+    upkeep.collected(6.3)
+    upkeep.ask(20.0)
+    assert upkeep.take(20.25) and not upkeep.collect_first(20.25)  # done: not asked again

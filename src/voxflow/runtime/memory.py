@@ -30,9 +30,22 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["collect_cycles", "free_memory_trimmer", "freeze_startup_objects", "limit_malloc_arenas"]
+__all__ = [
+    "COLLECT_EVERY_S",
+    "TRIM_AFTER_S",
+    "MemoryUpkeep",
+    "collect_cycles",
+    "free_memory_trimmer",
+    "freeze_startup_objects",
+    "limit_malloc_arenas",
+]
 
 log = logging.getLogger(__name__)
+
+# Freed memory is returned to the OS once the workers have been idle this long after a job.
+TRIM_AFTER_S = 0.25
+# Cyclic garbage is collected before a trim at most this often (``MemoryUpkeep``).
+COLLECT_EVERY_S = 5.0
 
 
 def _libc_function(name: str) -> Any | None:
@@ -97,3 +110,71 @@ def freeze_startup_objects() -> int:
     frozen = gc.get_freeze_count()
     log.debug("%d start-up objects kept out of the garbage collector's walks", frozen)
     return frozen
+
+
+class MemoryUpkeep:
+    """When a scheduler's idle workers return freed memory, and when they collect cycles first.
+
+    A trim falls due ``trim_after_s`` after the workers' last job (the memory it used is free by
+    then: its results went out and were dropped), or after ``ask`` (memory freed outside a job:
+    a connection that held much audio ended). It runs once no job runs. A collection asked for
+    with ``ask(collect=True)`` runs before a trim, at most once every ``collect_every_s``: a burst
+    of connections ending costs the event loop one collection's hold on the GIL, not one each.
+    One asked for too soon is put off to then, never dropped.
+
+    No lock and no thread of its own: the scheduler calls it under its lock, with its clock's
+    time, and runs ``trim`` (and ``collect_cycles``) on a worker.
+    """
+
+    def __init__(
+        self,
+        trim: Callable[[], None],
+        trim_after_s: float = TRIM_AFTER_S,
+        collect_every_s: float = COLLECT_EVERY_S,
+    ) -> None:
+        self.trim = trim
+        self._trim_after_s = trim_after_s
+        self._collect_every_s = collect_every_s
+        self._trim_due: float | None = None
+        self._collect_due = False
+        self._collected_at = -collect_every_s
+
+    def job_done(self, now: float) -> None:
+        """A job ended at ``now``: trim once the workers have been idle ``trim_after_s``."""
+        self._trim_due = now + self._trim_after_s
+
+    def ask(self, now: float, collect: bool = False) -> bool:
+        """Trim soon, collecting cycles first with ``collect``; whether a trim is newly due (a
+        waiting worker must wake for it)."""
+        self._collect_due = self._collect_due or collect
+        if self._trim_due is not None:
+            return False
+        self._trim_due = now + self._trim_after_s
+        return True
+
+    def take(self, now: float) -> bool:
+        """With no job running: whether a trim is due now (it is then the caller's to run)."""
+        if self._trim_due is None or now < self._trim_due:
+            return False
+        self._trim_due = None
+        return True
+
+    def wait_s(self, now: float) -> float | None:
+        """Seconds until a trim is due (None: none is)."""
+        return None if self._trim_due is None else max(0.0, self._trim_due - now)
+
+    def collect_first(self, now: float) -> bool:
+        """Whether the trim just taken collects cycles first (then call ``collected``); one asked
+        for too soon puts the next trim off to when it may run."""
+        if not self._collect_due:
+            return False
+        wait = self._collected_at + self._collect_every_s - now
+        if wait > 0:
+            self._trim_due = now + wait
+            return False
+        self._collect_due = False
+        return True
+
+    def collected(self, now: float) -> None:
+        """A collection ended at ``now``."""
+        self._collected_at = now

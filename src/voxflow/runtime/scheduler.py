@@ -28,7 +28,6 @@ is held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is t
 from __future__ import annotations
 
 import contextlib
-import heapq
 import itertools
 import logging
 import threading
@@ -38,9 +37,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
-from voxflow.engines.base import Engine, FloatArray
-from voxflow.runtime.background import BackgroundTask, FillTask, PrefetchTask
+from voxflow.engines.base import Engine
+from voxflow.runtime.background import BackgroundTask, PrefetchTask
 from voxflow.runtime.cache import Lookup, PhraseCache
+from voxflow.runtime.cache_steps import lookup, memory_hit, record_window
 from voxflow.runtime.costs import CostModel, initial_costs
 from voxflow.runtime.jobs import (
     Drained,
@@ -52,13 +52,11 @@ from voxflow.runtime.jobs import (
     Sink,
     Takeover,
 )
-from voxflow.runtime.memory import collect_cycles, free_memory_trimmer
-from voxflow.runtime.phrases import CachedPhrase
+from voxflow.runtime.lane_queue import LaneQueue
+from voxflow.runtime.memory import MemoryUpkeep, collect_cycles, free_memory_trimmer
 from voxflow.runtime.priority import lower_thread_priority
-from voxflow.runtime.recording import Recording
 from voxflow.runtime.stream import Job, Lane, StreamState
 from voxflow.runtime.windows import WindowPolicy
-from voxflow.runtime.work import Work
 
 __all__ = [
     "BackgroundQueueFull",
@@ -85,14 +83,6 @@ MAX_BACKGROUND_TASKS = 1024
 
 class BackgroundQueueFull(RuntimeError):
     """A prefetch found ``MAX_BACKGROUND_TASKS`` waiting already."""
-
-
-# Freed memory is returned to the OS once the workers have been idle this long after a job.
-_TRIM_AFTER_S = 0.25
-
-
-# Cyclic garbage is collected at a trim at most this often (``trim_soon(collect=True)``).
-_COLLECT_EVERY_S = 5.0
 
 
 class _Trim:
@@ -170,10 +160,6 @@ class SchedulerStats:
     deadline_misses: int
 
 
-# A queued lane: (key, order, stream, lane, version); the version invalidates stale entries.
-_Entry = tuple[float, int, StreamState, Lane, int]
-
-
 class Scheduler:
     """Worker threads running prepare/render jobs, earliest deadline first."""
 
@@ -183,7 +169,10 @@ class Scheduler:
         settings: SchedulerSettings,
         clock: Callable[[], float] = time.monotonic,
         cache: PhraseCache | None = None,
+        upkeep: MemoryUpkeep | None = None,
     ) -> None:
+        """``upkeep``: when idle workers return freed memory (default: ``malloc_trim`` after
+        ``runtime.memory``'s delays)."""
         self._engine = engine
         self._settings = settings
         self._cache = cache
@@ -194,19 +183,14 @@ class Scheduler:
         # Each engine's own rates (``initial_costs``), created on its first stream.
         self._costs: dict[str, CostModel] = {}
         self._cond = threading.Condition()
-        self._ready: list[_Entry] = []  # by deadline
-        self._sleeping: list[tuple[float, float, int, StreamState, Lane, int]] = []  # by release
+        self._queue = LaneQueue()
         self._ids = itertools.count(1)
-        self._order = itertools.count()
         self._streams: dict[int, StreamState] = {}
         self._busy = 0
         self._jobs_run = 0
         self._misses = 0
         self._stopping = False
-        self._trim = free_memory_trimmer()
-        self._trim_due: float | None = None
-        self._collect_due = False  # the next trim collects cyclic garbage first
-        self._collected_at = -_COLLECT_EVERY_S
+        self._upkeep = upkeep or MemoryUpkeep(free_memory_trimmer())
         self._threads = [
             threading.Thread(target=self._work, name=f"voxflow-worker-{i}", daemon=True)
             for i in range(settings.workers)
@@ -232,9 +216,7 @@ class Scheduler:
         came too early for. ``collect``: run the cyclic garbage collector first
         (``runtime.memory.collect_cycles``: a connection's tasks leave cycles behind)."""
         with self._cond:
-            self._collect_due = self._collect_due or collect
-            if self._trim_due is None:
-                self._trim_due = self._clock() + _TRIM_AFTER_S
+            if self._upkeep.ask(self._clock(), collect):
                 self._cond.notify()
 
     def open_stream(
@@ -288,9 +270,8 @@ class Scheduler:
 
     def stats(self) -> SchedulerStats:
         with self._cond:
-            ready = {id(e[2]) for e in self._ready if self._valid(e[2], e[3], e[4])}
             return SchedulerStats(
-                ready_streams=len(ready),
+                ready_streams=self._queue.ready_streams(),
                 active_streams=len(self._streams),
                 busy_workers=self._busy,
                 jobs_run=self._jobs_run,
@@ -330,14 +311,7 @@ class Scheduler:
         with self._cond:
             stream.cancel()
             self._streams.pop(stream.id, None)
-            # Stale heap entries are skipped when popped; the heaps are rebuilt here only when
-            # they dominate, to keep cancel O(1) in the common case.
-            if len(self._ready) > 64 and len(self._ready) > 4 * len(self._streams):
-                self._ready = [e for e in self._ready if not e[2].cancelled]
-                heapq.heapify(self._ready)
-            if len(self._sleeping) > 64 and len(self._sleeping) > 4 * len(self._streams):
-                self._sleeping = [e for e in self._sleeping if not e[3].cancelled]
-                heapq.heapify(self._sleeping)
+            self._queue.compact(len(self._streams))
 
     # -- internals (lock held) -------------------------------------------------------------------
 
@@ -351,14 +325,7 @@ class Scheduler:
             if work is None:
                 continue
             timing = stream.timing(lane, work, now)
-            version = stream.versions[lane]
-            order = next(self._order)
-            if timing.release > now:
-                heapq.heappush(
-                    self._sleeping, (timing.release, timing.deadline, order, stream, lane, version)
-                )
-            else:
-                heapq.heappush(self._ready, (timing.deadline, order, stream, lane, version))
+            self._queue.push(stream, lane, timing.release, timing.deadline, now)
             self._cond.notify()
 
     def _serve_from_memory(self, stream: StreamState) -> None:
@@ -369,13 +336,14 @@ class Scheduler:
         they would queue ahead of the first window's encoded audio on the event loop. A text
         stage that memory cannot answer, the shared tier and everything rendered go to the
         workers."""
-        while self._cache is not None and not stream.cancelled:
+        cache = self._cache
+        while cache is not None and not stream.cancelled:
             work = stream.runnable(Lane.MAIN)
             if work is None:
                 return
             now = self._clock()
             if work.utterance is None:
-                phrase = self._memory_hit(work.request)
+                phrase = memory_hit(cache, self._engine, work.request)
                 if phrase is None:
                     return
                 work.phrase = phrase
@@ -395,39 +363,16 @@ class Scheduler:
             stream.versions[Lane.MAIN] += 1  # what was queued for the lane is stale now
             self._deliver_results(stream, events)
 
-    def _memory_hit(self, request: SegmentRequest) -> CachedPhrase | None:
-        assert self._cache is not None
-        try:
-            return self._cache.memory_hit(
-                self._engine, request.text, request.voice, request.settings
-            )
-        except Exception:
-            # An unknown voice fails in the text stage, with the engine's error, on a worker.
-            log.debug("memory lookup failed; the text stage goes to a worker", exc_info=True)
-            return None
-
-    @staticmethod
-    def _valid(stream: StreamState, lane: Lane, version: int) -> bool:
-        return not stream.cancelled and stream.versions[lane] == version
-
     def _take(self) -> tuple[StreamState, Job] | BackgroundTask | _Trim | None:
         """The job with the earliest deadline among released ones; waits for one. Returns
-        ``_TRIM`` once the workers have been idle for ``_TRIM_AFTER_S`` since the last job (the
-        memory it used is free by then: its results went out and were dropped)."""
+        ``_TRIM`` when no job runs and the upkeep's trim is due."""
         while True:
             if self._stopping:
                 return None
             now = self._clock()
-            while self._sleeping and self._sleeping[0][0] <= now:
-                _, deadline, order, stream, lane, version = heapq.heappop(self._sleeping)
-                heapq.heappush(self._ready, (deadline, order, stream, lane, version))
-            while self._ready:
-                _, _, stream, lane, version = heapq.heappop(self._ready)
-                if not self._valid(stream, lane, version):
-                    continue
-                work = stream.runnable(lane)
-                if work is None:
-                    continue
+            popped = self._queue.pop(now)
+            if popped is not None:
+                stream, lane, work = popped
                 stream.versions[lane] += 1
                 job = stream.take(lane, work, now)
                 if (job.playback_end is None or stream.costs.wide_windows) and self._alone():
@@ -447,26 +392,14 @@ class Scheduler:
             if self._background and self._background_spare():
                 self._background_busy = True
                 return self._background.popleft()
-            wait = self._sleeping[0][0] - now if self._sleeping else None
-            if self._trim_due is not None and not self._busy:
-                if now >= self._trim_due:
-                    self._trim_due = None
+            wait = self._queue.next_release_s(now)
+            if not self._busy:
+                if self._upkeep.take(now):
                     return _TRIM
-                wait = self._trim_due - now if wait is None else min(wait, self._trim_due - now)
+                trim_in = self._upkeep.wait_s(now)
+                if trim_in is not None:
+                    wait = trim_in if wait is None else min(wait, trim_in)
             self._cond.wait(wait)
-
-    def _collect_now(self) -> bool:
-        """Whether this trim collects cyclic garbage first: when asked to, at most once every
-        ``_COLLECT_EVERY_S`` (a burst of connections ending holds the event loop's GIL for one
-        collection, not one each); one asked for too soon is put off to then."""
-        if not self._collect_due:
-            return False
-        wait = self._collected_at + _COLLECT_EVERY_S - self._clock()
-        if wait > 0:
-            self._trim_due = self._clock() + wait
-            return False
-        self._collect_due = False
-        return True
 
     def _background_spare(self) -> bool:
         """Whether a background task may run now: one at a time, and only while a worker stays
@@ -477,9 +410,7 @@ class Scheduler:
         """Whether no job runs and none waits: a job may use every core."""
         if self._busy or self._settings.wide_threads <= 1:
             return False
-        return not any(
-            self._valid(e[2], e[3], e[4]) and e[2].runnable(e[3]) is not None for e in self._ready
-        )
+        return not self._queue.any_ready()
 
     def _finish(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Deliver ``events`` (and ``Drained`` when due) and requeue the stream."""
@@ -519,16 +450,16 @@ class Scheduler:
                 if picked is None:
                     return
                 if isinstance(picked, _Trim):
-                    if not self._collect_now():
-                        self._trim()  # lock held: it takes well under a millisecond
+                    if not self._upkeep.collect_first(self._clock()):
+                        self._upkeep.trim()  # lock held: it takes well under a millisecond
                         continue
                 else:
                     self._busy += 1
             if isinstance(picked, _Trim):
                 collect_cycles()  # not under the lock: it takes 10 to 20 ms
                 with self._cond:
-                    self._collected_at = self._clock()
-                    self._trim()
+                    self._upkeep.collected(self._clock())
+                    self._upkeep.trim()
                 continue
             if not isinstance(picked, tuple):
                 self._run_background(picked)
@@ -544,7 +475,7 @@ class Scheduler:
         found: Lookup | None = None
         try:
             if job.window is None:
-                found = self._lookup(request)
+                found = None if self._cache is None else lookup(self._cache, self._engine, request)
                 if found is not None and found.phrase is not None:
                     result = found.phrase.utterance
                 else:
@@ -579,46 +510,13 @@ class Scheduler:
                     self._costs_for(request.voice).observe_render(
                         job.window[1] - job.window[0], elapsed
                     )
-                    self._record(work, job.window, audio)
+                    if self._cache is not None:
+                        fill = record_window(self._cache, work, job.window, audio)
+                        if fill is not None:
+                            self._queue_background(fill)
                 events = stream.rendered(job, audio, elapsed, self._clock())
             self._finish(stream, events)
-            self._trim_due = self._clock() + _TRIM_AFTER_S
-
-    def _lookup(self, request: SegmentRequest) -> Lookup | None:
-        """The cache's answer for ``request`` (None without a cache, or when the lookup failed:
-        logged, and the request is rendered as if there were no cache)."""
-        if self._cache is None:
-            return None
-        try:
-            key = self._cache.key(self._engine, request.text, request.voice, request.settings)
-            return self._cache.lookup(key)
-        except Exception:
-            # An unknown voice fails in the text stage, with the engine's own error; anything
-            # else is a cache bug, which must not cost the listener the segment.
-            log.exception("phrase cache lookup failed; rendering without the cache")
-            return None
-
-    def _record(self, work: Work, window: tuple[int, int], audio: FloatArray) -> None:
-        """Add a rendered window to an admitted miss's recording; once the work's last window
-        is in, keep the phrase (lock held: ``store`` is quick), or queue the frames it lacks (a
-        takeover's head, a lead's tail) as a background fill."""
-        if work.cache_key is None or work.utterance is None:
-            return
-        recording = work.recording
-        if recording is None:
-            recording = work.recording = Recording(work.cache_key, work.utterance, window[0])
-        recording.add(window[0], window[1], audio)
-        if recording.broken:
-            work.cache_key = work.recording = None
-            return
-        if window[1] < work.end:
-            return
-        work.cache_key = work.recording = None
-        assert self._cache is not None
-        if recording.missing() == (None, None):
-            self._cache.store(recording.key, recording.complete())
-        else:
-            self._queue_background(FillTask(recording, self._cache))
+            self._upkeep.job_done(self._clock())
 
     def _run_background(self, task: BackgroundTask) -> None:
         finished = True
@@ -635,5 +533,5 @@ class Scheduler:
                     task.future.set_exception(RuntimeError("scheduler is shut down"))
                 else:
                     self._background.appendleft(task)
-            self._trim_due = self._clock() + _TRIM_AFTER_S
+            self._upkeep.job_done(self._clock())
             self._cond.notify_all()
