@@ -126,6 +126,7 @@ def test_options_are_validated_and_rotate_replies() -> None:
         {"playout_buffer_ms": -1},
         {"long_text_chars": 0},
         {"busy_streams": 0},
+        {"memory_settle_s": -0.1},
     ):
         with pytest.raises(ValueError):
             BenchOptions(**bad)  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ def _options(**changes: object) -> SoakOptions:
         "vanishing_clients": 4,
         "vanish_batch": 2,
         "slow_readers": 1,
-        "slow_timeout_s": 1.0,
+        "slow_timeout_s": 0.5,
         "settle_s": 0.1,
         "soak_requests": len(SOAK_MIX) * 2,
         "soak_block": len(SOAK_MIX),

@@ -28,7 +28,6 @@ __all__ = ["HttpResult", "MemoryResult", "run_memory_section"]
 
 _RSS = re.compile(r"^process_resident_memory_bytes (\S+)$", re.MULTILINE)
 _MIB = 1024.0 * 1024.0
-_SETTLE_S = 1.0  # the server returns freed memory after 0.25 s idle; leave it room
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,8 @@ def _speech(base: str, text: str) -> HttpResult:
     return HttpResult(len(text), wall, size / 2 / 24000, (first or started) - started)
 
 
-async def _settled_rss(base: str) -> float:
-    await asyncio.sleep(_SETTLE_S)
+async def _settled_rss(base: str, options: BenchOptions) -> float:
+    await asyncio.sleep(options.memory_settle_s)
     samples = []
     for _ in range(3):
         samples.append(await asyncio.to_thread(_rss_mib, base))
@@ -138,13 +137,13 @@ async def run_memory_section(url: str, options: BenchOptions) -> tuple[MemoryRes
     ordinary = max((r.text for r in options.replies if len(r.text) <= 250), key=len)
     probes = (("ordinary reply", ordinary), ("250 digits", "9" * 250))
     await asyncio.to_thread(_speech, base, ordinary)  # warm
-    baseline = await _settled_rss(base)
+    baseline = await _settled_rss(base, options)
     after: list[tuple[str, float]] = []
     for name, text in probes:
         await asyncio.to_thread(_speech, base, text)
-        after.append((name, await _settled_rss(base)))
+        after.append((name, await _settled_rss(base, options)))
     http = await asyncio.to_thread(_speech, base, long_text(options))
-    after.append((f"{http.chars:,}-character text", await _settled_rss(base)))
+    after.append((f"{http.chars:,}-character text", await _settled_rss(base, options)))
     streams = options.busy_streams
     peak, after_busy = await _busy(url, base, options, streams)
     return MemoryResult(baseline, tuple(after), streams, peak, after_busy), http
@@ -171,4 +170,4 @@ async def _busy(url: str, base: str, options: BenchOptions, streams: int) -> tup
     finally:
         done.set()
         await sampler
-    return peak, await _settled_rss(base)
+    return peak, await _settled_rss(base, options)

@@ -43,6 +43,9 @@ class BenchOptions:
     warmup: bool = True  # one untimed context first, so model warm-up is not measured
     long_text_chars: int = 10_000  # the memory section's long HTTP request
     busy_streams: int = 8  # the memory section's streams at once
+    # The memory section's wait before it reads the resident size: the server returns freed
+    # memory once its workers have been idle 0.25 s; this leaves it room.
+    memory_settle_s: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.replies:
@@ -60,6 +63,8 @@ class BenchOptions:
             raise ValueError("playout_buffer_ms, cancel_after_ms and cancel_grace_ms must be >= 0")
         if self.run_timeout_s <= 0:
             raise ValueError("run_timeout_s must be > 0")
+        if self.memory_settle_s < 0:
+            raise ValueError("memory_settle_s must be >= 0")
         if self.long_text_chars < 1 or self.busy_streams < 1:
             raise ValueError("long_text_chars and busy_streams must be >= 1")
         if not self.cancel_text.strip():
