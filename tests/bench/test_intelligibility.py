@@ -129,8 +129,9 @@ def test_speech_is_heard_at_its_own_rate_and_resampled(
 # Eight of the built-in sentences (99 words), the long clause among them: all sixteen take
 # ~24 s on two cores, these ~12 s.
 SUBSET = tuple(SENTENCES[i] for i in (0, 1, 3, 4, 8, 10, 12, 14))
-# Kokoro renders several times slower: five of those (69 words, the long clause among them).
-KOKORO_SUBSET = tuple(SENTENCES[i] for i in (1, 4, 8, 10, 12))
+# Kokoro renders several times slower: three of those (51 words, the long clause among them),
+# the three in which it misheard a word of the whole render (of five: 38 s, these three 27 s).
+KOKORO_SUBSET = tuple(SENTENCES[i] for i in (4, 10, 12))
 
 
 def test_streamed_piper_is_as_intelligible_as_whole_renders(
@@ -140,7 +141,7 @@ def test_streamed_piper_is_as_intelligible_as_whole_renders(
     give whole WER 0.11-0.17 and this subset 0.11-0.23; streamed is the same or one word better
     (the windows give the same audio to within 1e-3, so a word flipping either way is all the
     cuts can do). Bounds: whole WER < 0.4, streamed WER <= whole + 0.05 (five of 99 words)."""
-    report = compare(engine, "joe", SUBSET, WindowPolicy(), transcriber)
+    report = compare(engine, "joe", SUBSET, WindowPolicy(), transcriber, threads=2)
     assert [s.reference for s in report.sentences] == list(SUBSET)
     assert report.wer_whole < 0.4, report.format()
     assert report.wer_streamed <= report.wer_whole + 0.05, report.format()
@@ -153,10 +154,13 @@ def test_streamed_kokoro_is_as_intelligible_as_whole_renders(
     kokoro_engine: KokoroEngine, transcriber: Transcriber
 ) -> None:
     """Kokoro's windows are not bit-equal to a whole rendering (docs/kokoro.md): this is the
-    check that they are understood as well. Measured (af_heart, these five sentences): whole
-    0.043, streamed 0.014; all sixteen 0.046 and 0.029 (bm_george 0.103 and 0.109). Bounds:
-    whole WER < 0.2, streamed WER <= whole + 0.06 (four of 69 words)."""
-    report = compare(kokoro_engine, "kokoro:af_heart", KOKORO_SUBSET, WindowPolicy(), transcriber)
+    check that they are understood as well. Measured (af_heart, these three sentences): whole
+    0.059, streamed 0.020; with two more (69 words) 0.043 and 0.014; all sixteen 0.046 and
+    0.029 (bm_george 0.103 and 0.109). Bounds: whole WER < 0.2, streamed WER <= whole + 0.06
+    (three of 51 words)."""
+    report = compare(
+        kokoro_engine, "kokoro:af_heart", KOKORO_SUBSET, WindowPolicy(), transcriber, threads=2
+    )
     assert report.wer_whole < 0.2, report.format()
     assert report.wer_streamed <= report.wer_whole + 0.06, report.format()
 

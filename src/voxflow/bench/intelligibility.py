@@ -125,24 +125,29 @@ class Transcriber:
 
 
 def render_whole(
-    engine: Engine, text: str, voice: str, settings: VoiceSettings
+    engine: Engine, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
 ) -> tuple[FloatArray, int]:
     """``text`` prepared and rendered in one run over all its frames; audio and sample rate."""
-    utterance = engine.prepare(text, voice, settings)
-    return engine.render(utterance, 0, utterance.num_frames), utterance.sample_rate
+    utterance = engine.prepare(text, voice, settings, threads)
+    return engine.render(utterance, 0, utterance.num_frames, threads), utterance.sample_rate
 
 
 def render_streamed(
-    engine: Engine, text: str, voice: str, settings: VoiceSettings, policy: WindowPolicy
+    engine: Engine,
+    text: str,
+    voice: str,
+    settings: VoiceSettings,
+    policy: WindowPolicy,
+    threads: int | None = None,
 ) -> tuple[FloatArray, int]:
     """``text`` prepared, then rendered in the windows a stream gets: ``first_frames``, then
     ``later_frames`` each, a short tail folded into the last; the windows' audio joined."""
-    utterance = engine.prepare(text, voice, settings)
+    utterance = engine.prepare(text, voice, settings, threads)
     chunks: list[FloatArray] = []
     start, size = 0, policy.first_frames
     while start < utterance.num_frames:
         start, stop = policy.window(start, utterance.num_frames, size)
-        audio = engine.render(utterance, start, stop)
+        audio = engine.render(utterance, start, stop, threads)
         expected = (stop - start) * utterance.samples_per_frame
         if audio.shape != (expected,):
             raise RuntimeError(
@@ -225,12 +230,17 @@ def compare(
     policy: WindowPolicy,
     transcriber: Transcriber,
     settings: VoiceSettings = SETTINGS,
+    threads: int | None = None,
 ) -> IntelligibilityReport:
-    """Each sentence rendered whole and streamed (same seed), both transcribed and scored."""
+    """Each sentence rendered whole and streamed (same seed), both transcribed and scored.
+    ``threads``: CPU threads per engine call (the engine's default when None; the audio does
+    not depend on it)."""
     results = []
     for text in sentences:
-        whole = transcriber.transcribe(*render_whole(engine, text, voice, settings))
-        streamed = transcriber.transcribe(*render_streamed(engine, text, voice, settings, policy))
+        whole = transcriber.transcribe(*render_whole(engine, text, voice, settings, threads))
+        streamed = transcriber.transcribe(
+            *render_streamed(engine, text, voice, settings, policy, threads)
+        )
         whole_errors, words = word_errors(text, whole)
         streamed_errors, _ = word_errors(text, streamed)
         log.info("%s: %r -> whole %r, streamed %r", voice, text, whole, streamed)
