@@ -176,7 +176,7 @@ def test_an_utterance_holds_the_decoders_input(utterance: Utterance) -> None:
     # The style vector: the voice's pack row for the text's number of token ids.
     ids = kokoro_ids(Phonemizer("en-us").phonemize(TEXT).phonemes).ids
     assert utterance.conditioning is not None
-    pack = load_pack(default_voices_dir() / "af_heart.bin")
+    pack = load_pack(default_voices_dir() / "af_heart.bin").styles
     np.testing.assert_array_equal(utterance.conditioning, pack[len(ids) - 1])
 
 
@@ -324,7 +324,9 @@ def test_loading_a_voice_reads_its_pack_and_runs_nothing(
     voices = [kokoro.load(name) for name in (HEART, "kokoro:bm_lewis", fresh)]
     assert runs == []
     assert [v.info.name for v in voices] == [HEART, "kokoro:bm_lewis", fresh]
-    np.testing.assert_array_equal(voices[1].pack, load_pack(default_voices_dir() / "bm_lewis.bin"))
+    np.testing.assert_array_equal(
+        voices[1].pack, load_pack(default_voices_dir() / "bm_lewis.bin").styles
+    )
     assert kokoro.load(fresh) is voices[2] and kokoro.load(HEART) is voices[0]
     # Each pack streams from its shipped prior, a blend from its packs' weighted mean; the
     # priors are read once.
@@ -351,7 +353,9 @@ def test_a_blend_renders_between_its_packs(
     audio = _whole(kokoro, blend)
     assert audio.shape == (blend.num_samples,) and np.abs(audio).max() > 0.05
     # Its style is the mean of its packs' rows.
-    heart, michael = (load_pack(kokoro_dir / f"{name}.bin") for name in ("af_heart", "am_michael"))
+    heart, michael = (
+        load_pack(kokoro_dir / f"{name}.bin").styles for name in ("af_heart", "am_michael")
+    )
     row = len(kokoro_ids(Phonemizer("en-us").phonemize(SHORT).phonemes).ids) - 1
     assert blend.conditioning is not None
     np.testing.assert_allclose(blend.conditioning, 0.5 * (heart[row] + michael[row]), atol=1e-6)

@@ -3,6 +3,7 @@ directory, reading them and mixing them (no model needed)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,9 @@ from voxflow.engines.kokoro_voices import (
     espeak_voice_of,
     find_packs,
     language_of,
+    load_blend,
     load_pack,
+    pack_digest,
     parse_voice,
 )
 from voxflow.engines.phonemize import Phonemizer
@@ -141,12 +144,14 @@ def test_the_installed_packs_are_the_28_english_voices() -> None:
 # -- load_pack and blend_packs --------------------------------------------------------------------
 
 
-def test_load_pack_reads_510_rows_of_256_float32(tmp_path: Path) -> None:
+def test_load_pack_reads_510_rows_of_256_float32_and_the_files_digest(tmp_path: Path) -> None:
     written = _write_pack(tmp_path / "af_x.bin", 1)
     pack = load_pack(tmp_path / "af_x.bin")
-    assert pack.shape == (PACK_ROWS, STYLE_DIM) == (510, 256)
-    assert pack.dtype == np.float32
-    np.testing.assert_array_equal(pack, written)
+    assert pack.styles.shape == (PACK_ROWS, STYLE_DIM) == (510, 256)
+    assert pack.styles.dtype == np.float32 and pack.styles.flags.writeable
+    np.testing.assert_array_equal(pack.styles, written)
+    assert pack.digest == pack_digest(tmp_path / "af_x.bin")
+    assert pack.digest == hashlib.sha256((tmp_path / "af_x.bin").read_bytes()).hexdigest()
 
 
 def test_load_pack_refuses_a_file_of_another_size(tmp_path: Path) -> None:
@@ -162,19 +167,25 @@ def test_a_blend_is_the_weighted_mean_of_its_packs(tmp_path: Path) -> None:
     written = {name: _write_pack(tmp_path / f"{name}.bin", seed) for seed, name in enumerate("abc")}
     paths = {name: tmp_path / f"{name}.bin" for name in written}
     blend = parse_voice("kokoro:a*0.5+b*0.3+c*0.2")
-    mixed = blend_packs(blend, paths)
+    packs = load_blend(blend, paths)
+    assert sorted(packs) == ["a", "b", "c"]
+    mixed = blend_packs(blend, packs)
     expected = 0.5 * written["a"] + 0.3 * written["b"] + 0.2 * written["c"]
     assert mixed.shape == (PACK_ROWS, STYLE_DIM) and mixed.dtype == np.float32
     np.testing.assert_allclose(mixed, expected, rtol=1e-6, atol=1e-6)
     # One pack is that pack; an even blend of a pack with itself cannot be written (refused).
-    np.testing.assert_array_equal(blend_packs(parse_voice("kokoro:b"), paths), written["b"])
+    one = parse_voice("kokoro:b")
+    np.testing.assert_array_equal(blend_packs(one, load_blend(one, paths)), written["b"])
 
 
 def test_a_blend_of_installed_packs_is_their_weighted_mean() -> None:
     packs = find_packs(default_voices_dir())
     blend = parse_voice("kokoro:af_heart*0.7+am_michael*0.3")
-    expected = 0.7 * load_pack(packs["af_heart"]) + 0.3 * load_pack(packs["am_michael"])
-    np.testing.assert_allclose(blend_packs(blend, packs), expected, rtol=1e-5, atol=1e-6)
+    expected = (
+        0.7 * load_pack(packs["af_heart"]).styles + 0.3 * load_pack(packs["am_michael"]).styles
+    )
+    mixed = blend_packs(blend, load_blend(blend, packs))
+    np.testing.assert_allclose(mixed, expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ from voxflow.engines.kokoro_voices import (
     SAMPLE_RATE,
     blend_packs,
     espeak_voice_of,
-    pack_digest,
+    load_blend,
     parse_voice,
 )
 from voxflow.engines.phonemize import Phonemizer
@@ -224,13 +224,13 @@ class KokoroEngine:
                 return loaded
         # Read outside the lock (half a megabyte a pack); of two threads that read a new voice
         # at once, the first to store it wins.
-        paths = self._registry.kokoro_packs()
+        packs = load_blend(blend, self._registry.kokoro_packs())
         priors = self.priors()
         prior = mean_stats(
-            [priors.for_pack(pack_digest(paths[pack])) for pack, _ in blend.parts],
+            [priors.for_pack(packs[name].digest) for name, _ in blend.parts],
             [weight for _, weight in blend.parts],
         )
-        read = _Voice(info, blend_packs(blend, paths), prior)
+        read = _Voice(info, blend_packs(blend, packs), prior)
         with self._voices_lock:
             loaded = voices.setdefault(info.name, read)
             voices.move_to_end(info.name)
@@ -265,9 +265,9 @@ class KokoroEngine:
         threads = max(self._settings.intra_op_threads, self._settings.wide_threads)
         info = self._kokoro_info(voice)
         # No prior: a whole rendering does not use one (and this computes them).
-        unprimed = _Voice(
-            info, blend_packs(parse_voice(info.name), self._registry.kokoro_packs()), []
-        )
+        blend = parse_voice(info.name)
+        packs = load_blend(blend, self._registry.kokoro_packs())
+        unprimed = _Voice(info, blend_packs(blend, packs), [])
         utterance = self._prepare(model, unprimed, text, VoiceSettings(), threads)
         frames = utterance.num_frames
         zero = np.zeros((1, 1, 1), np.float32)

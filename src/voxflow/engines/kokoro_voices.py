@@ -114,12 +114,21 @@ def find_packs(directory: Path) -> dict[str, Path]:
     return packs
 
 
-def load_pack(path: Path) -> npt.NDArray[np.float32]:
-    """One pack as ``(510, 256)`` float32; ``ValueError`` if the file is not one."""
-    data = np.fromfile(path, dtype="<f4")
-    if data.size != PACK_ROWS * STYLE_DIM:
-        raise ValueError(f"{path} is not a Kokoro voice pack ({data.size * 4} bytes)")
-    return data.reshape(PACK_ROWS, STYLE_DIM).astype(np.float32, copy=False)
+@dataclass(frozen=True)
+class Pack:
+    """One pack file as read: its styles and its digest (what its prior is stored under)."""
+
+    styles: npt.NDArray[np.float32]  # (510, 256)
+    digest: str  # the file's sha256, hex
+
+
+def load_pack(path: Path) -> Pack:
+    """One pack file, read once; ``ValueError`` if the file is not one."""
+    data = path.read_bytes()
+    if len(data) != PACK_BYTES:
+        raise ValueError(f"{path} is not a Kokoro voice pack ({len(data)} bytes)")
+    styles = np.frombuffer(data, dtype="<f4").reshape(PACK_ROWS, STYLE_DIM).astype(np.float32)
+    return Pack(styles, hashlib.sha256(data).hexdigest())
 
 
 def pack_digest(path: Path) -> str:
@@ -127,10 +136,15 @@ def pack_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def blend_packs(blend: Blend, paths: dict[str, Path]) -> npt.NDArray[np.float32]:
-    """The weighted mean of the blend's packs."""
+def load_blend(blend: Blend, paths: dict[str, Path]) -> dict[str, Pack]:
+    """The blend's packs, each read once."""
+    return {name: load_pack(paths[name]) for name, _ in blend.parts}
+
+
+def blend_packs(blend: Blend, packs: dict[str, Pack]) -> npt.NDArray[np.float32]:
+    """The weighted mean of the blend's packs' styles."""
     mixed = np.zeros((PACK_ROWS, STYLE_DIM), dtype=np.float64)
-    for pack, weight in blend.parts:
-        mixed += weight * load_pack(paths[pack])
+    for name, weight in blend.parts:
+        mixed += weight * packs[name].styles
     result: npt.NDArray[np.float32] = mixed.astype(np.float32)
     return result
