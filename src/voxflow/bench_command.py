@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from voxflow.bench.corpus import load_corpus
+from voxflow.bench.corpus import Reply, load_corpus
 from voxflow.bench.encoders import format_table as format_encoder_table
 from voxflow.bench.encoders import run_encoder_bench
 from voxflow.bench.engine import format_table, run_engine_bench, summary
@@ -213,12 +213,18 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
     return 0
 
 
-def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
+def _replies(args: argparse.Namespace) -> tuple[Reply, ...]:
+    """The corpus ``--corpus`` names (default: bundled), its first ``--replies`` only."""
     replies = load_corpus(args.corpus)
-    if args.replies is not None:
-        if args.replies < 1:
-            raise ValueError("--replies must be at least 1")
-        replies = replies[: args.replies]
+    if args.replies is None:
+        return replies
+    if args.replies < 1:
+        raise ValueError("--replies must be at least 1")
+    return replies[: args.replies]
+
+
+def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
+    replies = _replies(args)
     options = BenchOptions(
         replies=replies,
         sections=tuple(part.strip() for part in args.sections.split(",") if part.strip()),
@@ -270,11 +276,7 @@ def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
     from voxflow.bench.prosody_report import format_report, report_dict  # noqa: PLC0415
     from voxflow.session.services import Services  # noqa: PLC0415
 
-    replies = load_corpus(args.corpus)
-    if args.replies is not None:
-        if args.replies < 1:
-            raise ValueError("--replies must be at least 1")
-        replies = replies[: args.replies]
+    replies = _replies(args)
     options = ProsodyOptions(
         voice=args.voice,
         noise=NoiseMode(args.noise),
