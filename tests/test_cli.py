@@ -150,3 +150,15 @@ def test_python_dash_m_voxflow_runs_the_same_command_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"voxflow {metadata.version('voxflow')}"
+
+
+@pytest.mark.parametrize(
+    "argv", [["chunks", "--schedule", "50,x"], ["bench", "--concurrency", ","]]
+)
+def test_a_list_of_integers_that_is_not_one_is_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert "expected" in capsys.readouterr().err

@@ -20,14 +20,15 @@ __all__ = [
 
 
 def comma_ints(value: str) -> tuple[int, ...]:
+    """An argparse type: ``"50,120,200"`` is ``(50, 120, 200)``."""
     try:
         entries = tuple(int(part) for part in value.split(",") if part.strip())
     except ValueError as error:
         raise argparse.ArgumentTypeError(
-            f"schedule must be comma-separated integers: {value}"
-        ) from (error)
+            f"expected comma-separated integers, e.g. 1,4,8: {value}"
+        ) from error
     if not entries:
-        raise argparse.ArgumentTypeError("schedule must have at least one entry")
+        raise argparse.ArgumentTypeError("expected at least one integer")
     return entries
 
 

@@ -2,8 +2,8 @@
 
 A lane is queued with its stream's version of it. Requeueing a lane moves the version on, and a
 cancelled stream's lanes are dead, so an entry that no longer matches is *stale*: skipped when it
-comes up, never searched for. Requeueing and cancelling stay O(log n); the heaps are rebuilt
-only when stale entries dominate them (``compact``).
+comes up, never searched for. Requeueing stays O(log n) and cancelling O(1); the heaps are
+rebuilt only when stale entries dominate them (``compact``).
 
 No lock of its own: the scheduler calls it under its lock.
 """
