@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.conftest import free_port
-from tests.e2e.serve_process import serve_process
+from tests.e2e.serve_process import serve_processes
 from tests.redis_server import redis_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,10 +171,10 @@ def fleet(tmp_path: Path, replica_args: Sequence[str] = ()) -> Iterator[Fleet]:
         "VOXFLOW_MAX_STREAMS": "8",
     }
     args = ["--workers", "1", *replica_args]
-    with contextlib.ExitStack() as stack:
-        replicas = [Replica(*stack.enter_context(serve_process(env, args))) for _ in range(2)]
-        port = stack.enter_context(nginx(tmp_path / "nginx", [r.port for r in replicas]))
-        yield Fleet(replicas, port)
+    with serve_processes(2, env, args) as served:
+        replicas = [Replica(*process_and_port) for process_and_port in served]
+        with nginx(tmp_path / "nginx", [r.port for r in replicas]) as port:
+            yield Fleet(replicas, port)
 
 
 # -- clients ------------------------------------------------------------------------------
