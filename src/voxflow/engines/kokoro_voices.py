@@ -132,8 +132,9 @@ def load_pack(path: Path) -> Pack:
 
 
 def pack_digest(path: Path) -> str:
-    """The sha256 of a pack file, hex (as ``kokoro_voices.sha256`` lists them)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The sha256 of a pack file, hex (as ``kokoro_voices.sha256`` lists them, and the priors
+    are stored under); ``ValueError`` if the file is not a pack."""
+    return load_pack(path).digest
 
 
 def load_blend(blend: Blend, paths: dict[str, Path]) -> dict[str, Pack]:
