@@ -96,10 +96,16 @@ TEST_MAX_STREAMS = 32
 
 
 @pytest.fixture(scope="session")
-def server_url() -> Iterator[str]:
+def live_server() -> Iterator[uvicorn.Server]:
+    """The session's shared server (``server_url`` is its address)."""
     settings = ServerSettings(port=free_port(), workers=2, max_streams=TEST_MAX_STREAMS)
-    with running_server(settings) as url:
-        yield url
+    with serving(settings) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def server_url(live_server: uvicorn.Server) -> str:
+    return f"http://127.0.0.1:{live_server.config.port}"
 
 
 @pytest.fixture

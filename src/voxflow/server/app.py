@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from voxflow import __version__
 from voxflow.config import ServerSettings
 from voxflow.server.logs import RequestIdMiddleware
+from voxflow.server.pacing import HandshakePacer
 from voxflow.server.security import AccessPolicy, SecurityMiddleware
 from voxflow.session.metrics import ServerMetrics
 from voxflow.session.services import Services
@@ -76,6 +77,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         on_refused=metrics.count_rejected,
     )
     app.add_middleware(RequestIdMiddleware)
+    # Outermost: a burst of new sessions and requests starts one per loop turn, so that it
+    # cannot hold the loop in one piece; health checks and admitted streams go on in between
+    # (server.pacing).
+    app.add_middleware(HandshakePacer)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

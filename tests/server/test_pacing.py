@@ -1,0 +1,212 @@
+"""server.pacing: a burst of new sessions starts one per loop turn; health checks never wait."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import os
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+import uvloop
+from starlette.types import Receive, Scope, Send
+
+from voxflow.server.pacing import HandshakePacer, Turns
+
+LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
+    "asyncio": asyncio.new_event_loop,
+    "uvloop": uvloop.new_event_loop,  # what uvicorn runs the server on
+}
+
+
+@pytest.fixture(params=sorted(LOOPS))
+def run(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, None]], None]:
+    def run_on_loop(coroutine: Coroutine[Any, Any, None]) -> None:
+        with asyncio.Runner(loop_factory=LOOPS[request.param]) as runner:
+            runner.run(coroutine)
+
+    return run_on_loop
+
+
+class Iterations:
+    """Counts the loop's iterations: a callback that schedules itself runs once in each."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._handle = asyncio.get_running_loop().call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.count += 1
+        self._handle = asyncio.get_running_loop().call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+def test_a_burst_starts_one_per_iteration_in_arrival_order(run: Callable[..., None]) -> None:
+    started: list[tuple[int, int]] = []
+
+    async def burst() -> None:
+        turns, iterations = Turns(), Iterations()
+
+        async def session(index: int) -> None:
+            await turns.take()
+            started.append((index, iterations.count))
+
+        await asyncio.gather(*(session(i) for i in range(20)))
+        iterations.stop()
+        assert turns.waiting == 0
+
+    run(burst())
+    assert [index for index, _ in started] == list(range(20))
+    at = [iteration for _, iteration in started]
+    assert all(later > earlier for earlier, later in itertools.pairwise(at)), at
+
+
+def test_a_lone_caller_goes_at_once_and_the_next_one_on_the_next_iteration(
+    run: Callable[..., None],
+) -> None:
+    async def two() -> None:
+        turns, iterations = Turns(), Iterations()
+        before = iterations.count
+        await turns.take()
+        assert iterations.count == before  # no one waiting: no wait
+        await turns.take()
+        assert iterations.count > before  # a turn was given in this iteration already
+        await asyncio.sleep(0.01)
+        quiet = iterations.count
+        await turns.take()
+        assert iterations.count == quiet  # the turns went on: nothing left to wait for
+
+    run(two())
+
+
+def test_a_waiter_cancelled_before_its_turn_is_skipped(run: Callable[..., None]) -> None:
+    started: list[int] = []
+
+    async def with_a_cancel() -> None:
+        turns = Turns()
+
+        async def session(index: int) -> None:
+            await turns.take()
+            started.append(index)
+
+        tasks = [asyncio.create_task(session(i)) for i in range(6)]
+        await asyncio.sleep(0)  # every task has asked: the first went at once, five wait
+        assert turns.waiting == 5
+        tasks[2].cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(results[2], asyncio.CancelledError)
+        assert turns.waiting == 0
+
+    run(with_a_cancel())
+    assert started == [0, 1, 3, 4, 5]
+
+
+def test_health_paths_and_lifespan_skip_the_line_and_the_rest_waits(
+    run: Callable[..., None],
+) -> None:
+    seen: list[str] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope.get("path", scope["type"]))
+
+    async def mixed() -> None:
+        pacer = HandshakePacer(app)
+        scopes: list[Scope] = [{"type": "websocket", "path": f"/ws{i}"} for i in range(5)]
+        scopes += [
+            {"type": "http", "path": "/v1/voices"},
+            {"type": "http", "path": "/healthz"},
+            {"type": "http", "path": "/readyz"},
+            {"type": "http", "path": "/metrics"},
+            {"type": "lifespan"},
+        ]
+
+        async def nothing() -> dict[str, Any]:
+            return {}
+
+        async def drop(message: Any) -> None:
+            return None
+
+        await asyncio.gather(*(pacer(scope, nothing, drop) for scope in scopes))
+
+    run(mixed())
+    # The first WebSocket went at once; the health paths and the lifespan did not wait for the
+    # four behind it; the HTTP request took its place in the line, after them.
+    assert seen[:5] == ["/ws0", "/healthz", "/readyz", "/metrics", "lifespan"]
+    assert seen[5:] == ["/ws1", "/ws2", "/ws3", "/ws4", "/v1/voices"]
+
+
+# -- through the real server -----------------------------------------------------------------------
+
+BURST = 40
+
+
+def _upgrade(path: str) -> bytes:
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (
+        f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
+        f"sec-websocket-key: {key}\r\nsec-websocket-version: 13\r\n\r\n"
+    ).encode()
+
+
+@contextlib.contextmanager
+def _sockets(port: int, count: int) -> Iterator[list[socket.socket]]:
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_a_health_check_is_answered_in_the_middle_of_a_burst_of_handshakes(
+    live_server: uvicorn.Server,
+) -> None:
+    """Handshakes and a probe that reach the server together, on connections it has accepted:
+    without pacing the loop starts every handshake in one turn and the probe's answer comes
+    after all of them; with it, the probe is answered between two of them."""
+    loop = live_server.servers[0].get_loop()
+    connections = live_server.server_state.connections
+    already = len(connections)
+    with _sockets(live_server.config.port, BURST + 1) as socks, selectors.DefaultSelector() as sel:
+        *sessions, probe = socks
+        # uvloop accepts one connection per loop turn: wait until all are in, so that what is
+        # sent next arrives at once, rather than at the pace of the accepts.
+        deadline = time.monotonic() + 30
+        while len(connections) < already + len(socks):
+            assert time.monotonic() < deadline, "the server did not accept the connections"
+            time.sleep(0.01)
+        # The server's loop sleeps while everything is sent: it all becomes ready together.
+        asleep = threading.Event()
+        loop.call_soon_threadsafe(lambda: (asleep.set(), time.sleep(0.3)))
+        assert asleep.wait(30)
+        for sock in sessions:
+            sock.sendall(_upgrade("/v1/stream"))
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        for sock in socks:
+            sel.register(sock, selectors.EVENT_READ)
+        order: list[socket.socket] = []
+        while len(order) < len(socks):
+            events = sel.select(timeout=30)
+            assert events, f"no answer after {len(order)} of {len(socks)}"
+            for key, _ in events:
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                head = sock.recv(4096)
+                expected = b"HTTP/1.1 200" if sock is probe else b"HTTP/1.1 101"
+                assert head.startswith(expected), head
+                order.append(sock)
+                sel.unregister(sock)
+    handshakes_before_the_probe = order.index(probe)
+    assert handshakes_before_the_probe < BURST // 2, handshakes_before_the_probe
