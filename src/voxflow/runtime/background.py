@@ -25,8 +25,10 @@ from voxflow.runtime.leads import lead_in
 from voxflow.runtime.recording import Recording
 
 __all__ = [
+    "MAX_BACKGROUND_TASKS",
     "PREFETCH_CACHED",
     "PREFETCH_RENDERED",
+    "BackgroundQueueFull",
     "BackgroundTask",
     "FillTask",
     "PrefetchTask",
@@ -37,6 +39,14 @@ log = logging.getLogger(__name__)
 WINDOW_FRAMES = 64  # about 0.75 s of audio on the bundled voice, 30-50 ms of one core
 PREFETCH_CACHED = "cached"  # already in memory, or found in the shared tier
 PREFETCH_RENDERED = "rendered"
+
+# Background tasks waiting at most (prefetches and fills): past it a prefetch is refused and a
+# fill dropped, so that a client flooding prefetches holds a bounded amount of memory.
+MAX_BACKGROUND_TASKS = 1024
+
+
+class BackgroundQueueFull(RuntimeError):
+    """A prefetch found ``MAX_BACKGROUND_TASKS`` waiting already."""
 
 
 class BackgroundTask(Protocol):

@@ -35,10 +35,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from voxflow.engines.base import Engine
-from voxflow.runtime.background import BackgroundTask, PrefetchTask
+from voxflow.runtime.background import (
+    MAX_BACKGROUND_TASKS,
+    BackgroundQueueFull,
+    BackgroundTask,
+    PrefetchTask,
+)
 from voxflow.runtime.cache import Lookup, PhraseCache
 from voxflow.runtime.cache_steps import lookup, memory_hit, record_window
 from voxflow.runtime.costs import CostModel, initial_costs
@@ -55,8 +60,8 @@ from voxflow.runtime.jobs import (
 from voxflow.runtime.lane_queue import LaneQueue
 from voxflow.runtime.memory import MemoryUpkeep, collect_cycles, free_memory_trimmer
 from voxflow.runtime.priority import lower_thread_priority
+from voxflow.runtime.scheduler_settings import SchedulerSettings, SchedulerStats
 from voxflow.runtime.stream import Job, Lane, StreamState
-from voxflow.runtime.windows import WindowPolicy
 
 __all__ = [
     "BackgroundQueueFull",
@@ -76,57 +81,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Background tasks waiting at most (prefetches and fills): past it a prefetch is refused and a
-# fill dropped, so that a client flooding prefetches holds a bounded amount of memory.
-MAX_BACKGROUND_TASKS = 1024
-
-
-class BackgroundQueueFull(RuntimeError):
-    """A prefetch found ``MAX_BACKGROUND_TASKS`` waiting already."""
-
 
 class _Trim:
     """What ``_take`` returns when it is time to return freed memory."""
 
 
 _TRIM = _Trim()
-
-
-@dataclass(frozen=True)
-class SchedulerSettings:
-    workers: int = 2
-    first_window_frames: int = 16
-    max_window_frames: int = 256
-    max_lead_s: float = 20.0
-    # When a fresh stream's first audio is due: the deadline that orders it against streams
-    # that are playing (they come first only when they would run dry sooner). Under a burst of
-    # new streams this is what their first audio may wait, so that no listener runs dry.
-    first_audio_s: float = 0.25
-    # How far ahead of playback a lead is rendered while its takeover is not prepared yet.
-    lead_hold_s: float = 0.3
-    # Threads a job on a fresh stream's way to its first audio may use when nothing else runs
-    # (the engine's ``threads``); 1: never more than one.
-    wide_threads: int = 2
-    # How much lower than the event loop's the workers' CPU priority is (a nice increment,
-    # runtime.priority): the loop's refusals, health answers and sends never wait behind them.
-    worker_nice: int = 5
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError("workers must be >= 1")
-        if not 1 <= self.first_window_frames <= self.max_window_frames:
-            raise ValueError("need 1 <= first_window_frames <= max_window_frames")
-        if self.max_lead_s <= 0:
-            raise ValueError("max_lead_s must be > 0")
-        if self.first_audio_s < 0 or self.lead_hold_s <= 0:
-            raise ValueError("first_audio_s must be >= 0 and lead_hold_s > 0")
-        if not 0 <= self.worker_nice <= 19:
-            raise ValueError("worker_nice must be within 0..19")
-
-    @property
-    def windows(self) -> WindowPolicy:
-        later = min(2 * self.first_window_frames, self.max_window_frames)
-        return WindowPolicy(self.first_window_frames, self.max_window_frames, later)
 
 
 class StreamHandle:
@@ -149,15 +109,6 @@ class StreamHandle:
 
     def cancel(self) -> None:
         self._scheduler._cancel(self._stream)
-
-
-@dataclass(frozen=True)
-class SchedulerStats:
-    ready_streams: int
-    active_streams: int
-    busy_workers: int
-    jobs_run: int
-    deadline_misses: int
 
 
 class Scheduler:
