@@ -19,7 +19,7 @@ import uvicorn
 import uvloop
 from starlette.types import Receive, Scope, Send
 
-from voxflow.server.pacing import HandshakePacer, Turns
+from voxflow.server.pacing import StartPacer, Turns
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "asyncio": asyncio.new_event_loop,
@@ -120,7 +120,7 @@ def test_health_paths_and_lifespan_skip_the_line_and_the_rest_waits(
         seen.append(scope.get("path", scope["type"]))
 
     async def mixed() -> None:
-        pacer = HandshakePacer(app)
+        pacer = StartPacer(app)
         scopes: list[Scope] = [{"type": "websocket", "path": f"/ws{i}"} for i in range(5)]
         scopes += [
             {"type": "http", "path": "/v1/voices"},

@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from voxflow import __version__
 from voxflow.config import ServerSettings
 from voxflow.server.logs import RequestIdMiddleware
-from voxflow.server.pacing import HandshakePacer
+from voxflow.server.pacing import StartPacer
 from voxflow.server.security import AccessPolicy, SecurityMiddleware
 from voxflow.session.metrics import ServerMetrics
 from voxflow.session.services import Services
@@ -80,7 +80,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     # Outermost: a burst of new sessions and requests starts one per loop turn, so that it
     # cannot hold the loop in one piece; health checks and admitted streams go on in between
     # (server.pacing).
-    app.add_middleware(HandshakePacer)
+    app.add_middleware(StartPacer)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

@@ -7,7 +7,7 @@ that connect together make 50 such steps ready together, 50 ms or more of work i
 a health probe or an admitted stream's audio that becomes ready then waits for all of it (the
 soak's 1,000 vanishing clients, 50 at a time, held ``/healthz`` up to 120 to 216 ms).
 
-``HandshakePacer``, the app's outermost middleware, makes each WebSocket session and each HTTP
+``StartPacer``, the app's outermost middleware, makes each WebSocket session and each HTTP
 request wait for its turn (``Turns``) before the app sees it. Turns are granted one per loop
 iteration, first come first served, so the loop polls its sockets between any two starts. The
 work is the same; what changes is that nothing queues behind a whole burst of it. The health
@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from voxflow.server.limits import RESERVED_PATHS
 
-__all__ = ["HandshakePacer", "Turns"]
+__all__ = ["StartPacer", "Turns"]
 
 
 class Turns:
@@ -36,7 +36,7 @@ class Turns:
     Invariant: between two granted turns the loop completes an iteration (it polls its sockets
     and runs what became ready meanwhile), so no two holders start in the same iteration. A
     caller with no one waiting, in an iteration where no turn was granted, goes at once. A
-    waiter cancelled before its turn is skipped; its place is not lost to the ones behind it.
+    waiter cancelled before its turn is skipped: the turn goes to the next in line.
     """
 
     def __init__(self) -> None:
@@ -73,7 +73,7 @@ class Turns:
                 return
 
 
-class HandshakePacer:
+class StartPacer:
     """ASGI middleware: every WebSocket session and HTTP request, health paths aside, starts on
     a turn of its own (``Turns``); lifespan events pass straight through."""
 
