@@ -21,6 +21,16 @@ class Answer:
     body: bytes
 
 
+# The headers of a WebSocket handshake (``head("GET", path, *WS_UPGRADE)``); the server checks
+# the key's form only, so one fixed key serves every connection.
+WS_UPGRADE = (
+    "connection: upgrade",
+    "upgrade: websocket",
+    "sec-websocket-version: 13",
+    "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
+)
+
+
 def head(method: str, path: str, *headers: str) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", "host: 127.0.0.1", *headers]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()

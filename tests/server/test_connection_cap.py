@@ -17,6 +17,7 @@ import uvicorn
 from tests.conftest import free_port, serving
 from tests.server.raw_http import (
     TIMEOUT_S,
+    WS_UPGRADE,
     ask,
     closed_by_server,
     connected,
@@ -29,12 +30,6 @@ from voxflow.config import ServerSettings
 from voxflow.server.http_protocol import LimitedHttpProtocol
 
 CAP, RESERVE = 8, 4
-WS_UPGRADE = (
-    "connection: upgrade",
-    "upgrade: websocket",
-    "sec-websocket-version: 13",
-    "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
-)
 
 
 @pytest.fixture(scope="module")

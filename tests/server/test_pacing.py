@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import itertools
-import os
 import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -19,6 +17,7 @@ import uvicorn
 import uvloop
 from starlette.types import Receive, Scope, Send
 
+from tests.server.raw_http import WS_UPGRADE, connected, connections, head, until
 from voxflow.server.pacing import StartPacer, Turns
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
@@ -150,26 +149,6 @@ def test_health_paths_and_lifespan_skip_the_line_and_the_rest_waits(
 BURST = 40
 
 
-def _upgrade(path: str) -> bytes:
-    key = base64.b64encode(os.urandom(16)).decode()
-    return (
-        f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
-        f"sec-websocket-key: {key}\r\nsec-websocket-version: 13\r\n\r\n"
-    ).encode()
-
-
-@contextlib.contextmanager
-def _sockets(port: int, count: int) -> Iterator[list[socket.socket]]:
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            socks.append(socket.create_connection(("127.0.0.1", port), timeout=30))
-        yield socks
-    finally:
-        for sock in socks:
-            sock.close()
-
-
 def test_a_health_check_is_answered_in_the_middle_of_a_burst_of_handshakes(
     live_server: uvicorn.Server,
 ) -> None:
@@ -177,23 +156,24 @@ def test_a_health_check_is_answered_in_the_middle_of_a_burst_of_handshakes(
     without pacing the loop starts every handshake in one turn and the probe's answer comes
     after all of them; with it, the probe is answered between two of them."""
     loop = live_server.servers[0].get_loop()
-    connections = live_server.server_state.connections
-    already = len(connections)
-    with _sockets(live_server.config.port, BURST + 1) as socks, selectors.DefaultSelector() as sel:
+    already = connections(live_server)
+    with contextlib.ExitStack() as stack:
+        sel = stack.enter_context(selectors.DefaultSelector())
+        socks = [stack.enter_context(connected(live_server.config.port)) for _ in range(BURST + 1)]
         *sessions, probe = socks
         # uvloop accepts one connection per loop turn: wait until all are in, so that what is
         # sent next arrives at once, rather than at the pace of the accepts.
-        deadline = time.monotonic() + 30
-        while len(connections) < already + len(socks):
-            assert time.monotonic() < deadline, "the server did not accept the connections"
-            time.sleep(0.01)
+        until(
+            lambda: connections(live_server) >= already + len(socks),
+            "the server did not accept the connections",
+        )
         # The server's loop sleeps while everything is sent: it all becomes ready together.
         asleep = threading.Event()
         loop.call_soon_threadsafe(lambda: (asleep.set(), time.sleep(0.3)))
         assert asleep.wait(30)
         for sock in sessions:
-            sock.sendall(_upgrade("/v1/stream"))
-        probe.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+            sock.sendall(head("GET", "/v1/stream", *WS_UPGRADE))
+        probe.sendall(head("GET", "/healthz", "connection: close"))
         for sock in socks:
             sel.register(sock, selectors.EVENT_READ)
         order: list[socket.socket] = []
@@ -203,9 +183,9 @@ def test_a_health_check_is_answered_in_the_middle_of_a_burst_of_handshakes(
             for key, _ in events:
                 sock = key.fileobj
                 assert isinstance(sock, socket.socket)
-                head = sock.recv(4096)
+                answer = sock.recv(4096)
                 expected = b"HTTP/1.1 200" if sock is probe else b"HTTP/1.1 101"
-                assert head.startswith(expected), head
+                assert answer.startswith(expected), answer
                 order.append(sock)
                 sel.unregister(sock)
     handshakes_before_the_probe = order.index(probe)
