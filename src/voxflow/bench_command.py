@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from voxflow.bench.calls.lines import PROTOCOLS
+from voxflow.bench.calls.plan import CallPattern
 from voxflow.bench.corpus import Reply, load_corpus
 from voxflow.bench.encoders import format_table as format_encoder_table
 from voxflow.bench.encoders import run_encoder_bench
@@ -106,8 +108,33 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
     server_bench.add_argument(
-        "--plot", type=Path, help="write an SVG of TTFA against first-sentence length here"
+        "--plot",
+        type=Path,
+        help="write an SVG here: TTFA against first-sentence length (with --calls: TTFA and "
+        "gaps against the number of calls)",
     )
+    calls = server_bench.add_argument_group(
+        "calls", "--calls runs the calls benchmark instead (docs/benchmarks.md#calls)"
+    )
+    calls.add_argument(
+        "--calls",
+        type=comma_ints,
+        help="levels of concurrent calls, e.g. 1,2,4,8,12,16 (corpus default: calls.tsv)",
+    )
+    calls.add_argument("--calls-seconds", type=float, default=60.0, help="seconds a level")
+    calls.add_argument(
+        "--protocols",
+        default=",".join(PROTOCOLS),
+        help="protocols the calls take in turn (default %(default)s)",
+    )
+    calls.add_argument(
+        "--burstiness", type=float, default=0.0, help="share of turns that start in lockstep"
+    )
+    calls.add_argument("--barge-in", type=float, default=0.15, help="share of turns barged in")
+    calls.add_argument(
+        "--llm-pauses", type=float, default=0.3, help="share of replies that pause mid-reply"
+    )
+    calls.add_argument("--seed", type=int, default=1, help="the call scripts' seed")
 
     intelligibility = commands.add_parser(
         "bench-intelligibility",
@@ -213,9 +240,9 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
     return 0
 
 
-def _replies(args: argparse.Namespace) -> tuple[Reply, ...]:
-    """The corpus ``--corpus`` names (default: bundled), its first ``--replies`` only."""
-    replies = load_corpus(args.corpus)
+def _replies(args: argparse.Namespace, bundled: str = "replies.tsv") -> tuple[Reply, ...]:
+    """The corpus ``--corpus`` names (default: ``bundled``), its first ``--replies`` only."""
+    replies = load_corpus(args.corpus, bundled)
     if args.replies is None:
         return replies
     if args.replies < 1:
@@ -223,7 +250,37 @@ def _replies(args: argparse.Namespace) -> tuple[Reply, ...]:
     return replies[: args.replies]
 
 
+def _bench_calls(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: only this command needs the calls' protocol lines.
+    from voxflow.bench.calls.report import calls_plot, format_calls  # noqa: PLC0415
+    from voxflow.bench.calls.run import CallsOptions, run_calls  # noqa: PLC0415
+
+    pattern = CallPattern(
+        token_rate=args.token_rate,
+        barge_in_share=args.barge_in,
+        llm_pause_share=args.llm_pauses,
+        burstiness=args.burstiness,
+        seed=args.seed,
+    )
+    options = CallsOptions(
+        levels=args.calls,
+        seconds=args.calls_seconds,
+        protocols=tuple(part.strip() for part in args.protocols.split(",") if part.strip()),
+        pattern=pattern,
+        voice=args.voice,
+    )
+    report = asyncio.run(run_calls(args.url, options, _replies(args, "calls.tsv"), args.peer))
+    print(format_calls(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    if args.plot is not None:
+        args.plot.write_text(calls_plot(report))
+    return 0
+
+
 def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
+    if args.calls:
+        return _bench_calls(args, out)
     replies = _replies(args)
     options = BenchOptions(
         replies=replies,

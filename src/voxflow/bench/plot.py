@@ -1,5 +1,7 @@
-"""A scatter plot as SVG, written by hand (no plotting library): TTFA against first-sentence
-length, one series per server. Small on purpose: axes with ticks, points, a legend, a title."""
+"""Scatter plots as SVG, written by hand (no plotting library): TTFA against first-sentence
+length, one series per server; a series may join its points (a curve against load). Small on
+purpose: axes with ticks, points, a legend, a title; ``stack_svg`` puts charts one above the
+other in one document."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-__all__ = ["Series", "scatter_svg"]
+__all__ = ["Series", "scatter_svg", "stack_svg"]
 
 _WIDTH, _HEIGHT = 720, 420
 _LEFT, _RIGHT, _TOP, _BOTTOM = 70, 170, 40, 55
@@ -19,6 +21,7 @@ _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 class Series:
     label: str
     points: tuple[tuple[float, float], ...]  # (x, y)
+    connect: bool = False  # join the points in order with a line
 
 
 def _ticks(high: float, count: int = 5) -> list[float]:
@@ -75,6 +78,9 @@ def scatter_svg(title: str, x_label: str, y_label: str, series: Sequence[Series]
     ]
     for index, s in enumerate(series):
         colour = _COLOURS[index % len(_COLOURS)]
+        if s.connect and len(s.points) > 1:
+            path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s.points)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}"/>')
         for x, y in s.points:
             out.append(
                 f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="{colour}" '
@@ -87,3 +93,16 @@ def scatter_svg(title: str, x_label: str, y_label: str, series: Sequence[Series]
         out.append(f'<text x="{_LEFT + plot_w + 32}" y="{legend_y}">{escape(s.label)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def stack_svg(charts: Sequence[str]) -> str:
+    """Charts made by ``scatter_svg``, one above the other, as one SVG document."""
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" '
+        f'height="{_HEIGHT * len(charts)}" viewBox="0 0 {_WIDTH} {_HEIGHT * len(charts)}">'
+    ]
+    for index, chart in enumerate(charts):
+        inner = chart.replace("<svg ", f'<svg y="{_HEIGHT * index}" ', 1)
+        parts.append(inner.strip())
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

@@ -31,6 +31,7 @@ class PlayoutStats:
     finish_at: float | None  # when the audio received so far will have finished playing
     underruns: int
     underrun_ms: float
+    longest_underrun_ms: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -39,6 +40,7 @@ class PlayoutStats:
             "chunks": self.chunks,
             "underruns": self.underruns,
             "underrun_ms": round(self.underrun_ms, 3),
+            "longest_underrun_ms": round(self.longest_underrun_ms, 3),
         }
 
 
@@ -57,6 +59,7 @@ class PlayoutBuffer:
         self._runs: list[list[float]] = []
         self._underruns = 0
         self._underrun_ms = 0.0
+        self._longest_underrun_ms = 0.0
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -74,8 +77,10 @@ class PlayoutBuffer:
         run = self._runs[-1]
         run_end_s = run[0] + run[1] / 1000.0
         if arrival_s > run_end_s + _EPSILON_S:
+            gap_ms = 1000.0 * (arrival_s - run_end_s)
             self._underruns += 1
-            self._underrun_ms += 1000.0 * (arrival_s - run_end_s)
+            self._underrun_ms += gap_ms
+            self._longest_underrun_ms = max(self._longest_underrun_ms, gap_ms)
             self._runs.append([arrival_s, duration_ms])
         else:
             run[1] += duration_ms
@@ -125,6 +130,10 @@ class PlayoutBuffer:
     def underrun_ms(self) -> float:
         return self._underrun_ms
 
+    @property
+    def longest_underrun_ms(self) -> float:
+        return self._longest_underrun_ms
+
     def played_ms(self, now_s: float) -> float:
         """Audio played by ``now_s``: what a client reports as ``played_ms`` when it barges in.
 
@@ -151,4 +160,5 @@ class PlayoutBuffer:
             finish_at=self.finish_at,
             underruns=self._underruns,
             underrun_ms=self._underrun_ms,
+            longest_underrun_ms=self._longest_underrun_ms,
         )

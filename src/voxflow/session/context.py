@@ -9,6 +9,12 @@ A first segment cut inside a sentence (``Segment.lead``) is rendered as a *lead*
 that finishes the sentence is rendered as the whole sentence and takes over from the lead at a
 word boundary that the scheduler picks. The lead's last frame and the takeover's frame before
 its first word are cross-faded, and from there on the two are one segment for the seam joiner.
+
+A context never lets its listener run dry while text is waiting: it pictures the listener's
+playback (``voxflow.session.listener``) and knows how much audio its submitted pieces still
+hold; ``hurry_margin_s`` before that would all have played, it has the buffer cut a lead from
+the text that has arrived (``TextBuffer.hurry``), at any point of a turn. The whole sentence
+then takes over from it, as at the start of a turn.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.encoding import Encoded, EncodeJob, EncodeStep
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
+from voxflow.session.listener import ListenerClock
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
 from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
@@ -35,6 +42,10 @@ from voxflow.text.normalize import NormalizationMode, Normalizer
 DEFAULT_MAX_PIECE_CHARS = 300
 """Spoken characters per engine call: ~650 phoneme ids, a text stage of ~200 ms and a few tens
 of MiB (its memory grows with the square of its input)."""
+
+DEFAULT_HURRY_MARGIN_S = 0.35
+"""How long before its listener would run out of audio a context cuts a lead from the text that
+has arrived (``Context.hurry_at``)."""
 
 FIRST_PIECE_CHARS = 80
 """The first piece of a turn's first segment, when that segment must be cut into pieces at all
@@ -68,22 +79,13 @@ class ContextOptions:
     normalizer: Normalizer
     normalization: NormalizationMode
     max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS
+    hurry_margin_s: float = DEFAULT_HURRY_MARGIN_S
 
 
 class ContextState(enum.Enum):
     OPEN = "open"
     ENDING = "ending"  # ``end`` received: finishing the audio, then ``done``
     FINISHING = "finishing"  # everything rendered: its last encoder steps are running
-
-
-@dataclass(frozen=True, eq=False)
-class _Queued:
-    """An encoder step sent off, and what to send with its result: the word timings (timed
-    without the codec's inserted samples, which only the result tells) and whether the step
-    ends the context."""
-
-    job: EncodeJob
-    words: tuple[WordTiming, ...] = ()
 
 
 @dataclass(eq=False)
@@ -96,6 +98,32 @@ class _Piece:
     timed: int = 0  # the utterance's words handled (timed, or skipped as the lead's)
     first_frame: int = 0  # words that start before this frame were spoken by the lead
     sample_offset: int = 0  # the seam joiner's sample index of the utterance's sample 0
+    sent_to: int = 0  # frames whose audio has gone out to the client
+    takes_over: _Piece | None = None  # the lead this piece takes over from
+    taken_over: bool = False  # a lead whose takeover was submitted
+
+    def audio_left_s(self) -> float:
+        """Audio of this piece not sent yet; a takeover not started counts from where its lead
+        has got to (the two speak the same words up to there)."""
+        utterance = self.utterance
+        assert utterance is not None
+        sent = self.sent_to
+        if self.takes_over is not None and sent == 0:
+            sent = self.takes_over.sent_to
+        frames = max(0, utterance.num_frames - sent)
+        return frames * utterance.samples_per_frame / utterance.sample_rate
+
+
+@dataclass(frozen=True, eq=False)
+class _Queued:
+    """An encoder step sent off, and what to send with its result: the word timings (timed
+    without the codec's inserted samples, which only the result tells), the piece and frame its
+    audio reaches, and whether the step ends the context."""
+
+    job: EncodeJob
+    words: tuple[WordTiming, ...] = ()
+    piece: _Piece | None = None
+    end_frame: int = 0
 
 
 class Context:
@@ -134,6 +162,7 @@ class Context:
         self._first_text_end: int | None = None  # characters in when the first segment was cut
         self._misses = 0
         self.words: list[WordTiming] = []
+        self.listener = ListenerClock()
 
     # -- text in ---------------------------------------------------------------------------------
 
@@ -156,7 +185,39 @@ class Context:
         return self._requests(self.buffer.flush())
 
     def poll(self, now: float) -> list[SegmentRequest]:
-        return self._requests(self.buffer.poll(now))
+        """What the clock makes due: a sentence whose look-ahead expired, an idle flush, and a
+        lead cut when the listener is about to run out (``hurry_at``)."""
+        segments = self.buffer.poll(now)
+        hurry = self.hurry_at()
+        if hurry is not None and now >= hurry:
+            segments += self.buffer.hurry()
+        return self._requests(segments)
+
+    def next_deadline(self) -> float | None:
+        """When ``poll`` has something to do (None: nothing without more text or audio)."""
+        deadlines = [d for d in (self.buffer.idle_deadline(), self.hurry_at()) if d is not None]
+        return min(deadlines, default=None)
+
+    def hurry_at(self) -> float | None:
+        """When to cut a lead from the buffered text, so that its first audio comes before the
+        listener runs out: ``hurry_margin_s`` before the audio sent and the audio the submitted
+        pieces still hold would all have played. None while that is unknown (no audio sent
+        yet, a piece not prepared yet), while a lead waits for the rest of its sentence, or
+        when nothing waits in the buffer."""
+        if self.state is not ContextState.OPEN or self._lead is not None:
+            return None
+        if not self.buffer.can_hurry:
+            return None
+        runs_out = self.listener.runs_out_at()
+        if runs_out is None:
+            return None
+        left = 0.0
+        for piece in self._pieces.values():
+            if piece.utterance is None:
+                return None
+            if not piece.taken_over:  # a lead's takeover counts for both
+                left += piece.audio_left_s()
+        return runs_out + left - self.options.hurry_margin_s
 
     def _requests(self, segments: list[Segment]) -> list[SegmentRequest]:
         if segments and self._first_text_end is None:
@@ -193,7 +254,10 @@ class Context:
         if spoken > self.options.max_piece_chars:
             return None  # too long to render whole: the rest is rendered on its own
         points = switch_points(piece.text.normalized, whole)
-        whole_piece = _Piece(PieceText(start, whole, 0, spoken, segment.boundary), lead=False)
+        piece.taken_over = True
+        whole_piece = _Piece(
+            PieceText(start, whole, 0, spoken, segment.boundary), lead=False, takes_over=piece
+        )
         return self._request(whole_piece, Takeover(tag, points))
 
     def _request(self, piece: _Piece, takeover: Takeover | None = None) -> SegmentRequest:
@@ -244,7 +308,8 @@ class Context:
             self._held, audio = audio[cut:], audio[:cut]
             self._held_end = event.end_frame * spf + piece.sample_offset
         audio = self.joiner.window(audio, event.last and not event.continues)
-        jobs = [self._queue(EncodeStep.AUDIO, audio, self._due_words(piece, event))]
+        words = self._due_words(piece, event)
+        jobs = [self._queue(EncodeStep.AUDIO, audio, words, piece, event.end_frame)]
         if event.last:
             self._finished += 1
             self._pieces.pop(event.tag, None)
@@ -324,10 +389,15 @@ class Context:
             self._previous_boundary = piece.text.boundary
 
     def _queue(
-        self, step: EncodeStep, audio: FloatArray | None = None, words: Sequence[WordTiming] = ()
+        self,
+        step: EncodeStep,
+        audio: FloatArray | None = None,
+        words: Sequence[WordTiming] = (),
+        piece: _Piece | None = None,
+        end_frame: int = 0,
     ) -> EncodeJob:
         job = EncodeJob(self._encoder, step, audio)
-        self._queued.append(_Queued(job, tuple(words)))
+        self._queued.append(_Queued(job, tuple(words), piece, end_frame))
         return job
 
     # -- encoder results in ----------------------------------------------------------------------
@@ -337,6 +407,8 @@ class Context:
         context. Timing comes from the samples a decoder will play, not from byte counts
         (compressed formats, headers and codec frames)."""
         queued = self._queued.popleft()
+        if queued.piece is not None:
+            queued.piece.sent_to = queued.end_frame
         out: list[AudioOut | TimestampsOut] = []
         if queued.words:
             # Codec priming inserted before this audio delays its words too.
@@ -348,6 +420,7 @@ class Context:
             offset_ms = 1000.0 * self._out_samples / self._out_rate
             duration_ms = 1000.0 * result.samples / self._out_rate
             self._out_samples += result.samples
+            self.listener.sent(now, result.samples / self._out_rate)
             text_end = None
             if self.first_audio_at is None and result.samples > 0:
                 self.first_audio_at = now

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
 from voxflow.audio.seams import SeamSettings
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
-from voxflow.session.context import DEFAULT_MAX_PIECE_CHARS, ContextOptions
+from voxflow.session.context import DEFAULT_HURRY_MARGIN_S, DEFAULT_MAX_PIECE_CHARS, ContextOptions
 from voxflow.session.errors import SessionError
 from voxflow.text.buffer import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
@@ -81,6 +81,10 @@ class SessionConfig:
     phrase_cache: bool = False  # the server has one: ``Session.prefetch`` may be used
     kokoro_slots: int = 2  # admission slots a Kokoro stream holds (``Admission``)
     kokoro_fallback_voice: str | None = None  # spoken instead when a Kokoro stream finds no room
+    # How long before its listener would run out of audio a context cuts a lead from the text
+    # that has arrived (``Context.hurry_at``): the lead's text stage and first window, and the
+    # wait for a worker on a loaded machine.
+    hurry_margin_s: float = DEFAULT_HURRY_MARGIN_S
 
 
 @dataclass(frozen=True)
@@ -313,6 +317,7 @@ def context_options(
         normalizer=config.normalizer.with_lexicon(options.lexicon),
         normalization=options.normalization,
         max_piece_chars=config.max_piece_chars,
+        hurry_margin_s=config.hurry_margin_s,
     )
 
 

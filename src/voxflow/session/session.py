@@ -287,15 +287,15 @@ class Session:
 
     @_notifies
     def poll(self, now: float) -> None:
-        """Idle flush for contexts whose text has waited long enough."""
+        """What the clock makes due in each context: idle flushes, sentences whose look-ahead
+        expired, and leads cut for listeners about to run out (``Context.poll``)."""
         for context in list(self._contexts.values()):
             if context.state is ContextState.OPEN:
                 self._submit(context, context.poll(now))
 
     def next_deadline(self) -> float | None:
-        deadlines = [
-            d for c in self._contexts.values() if (d := c.buffer.idle_deadline()) is not None
-        ]
+        """When ``poll`` has something to do for some context (None: nothing for now)."""
+        deadlines = [d for c in self._contexts.values() if (d := c.next_deadline()) is not None]
         return min(deadlines, default=None)
 
     def drain(self) -> list[Output]:

@@ -56,6 +56,13 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
 
   A first segment that ends inside a sentence (anything but SENTENCE) is marked ``lead``: the
   next segment finishes the sentence, and the session renders the sentence whole beside it.
+  The segment after a lead ends at the first sentence end, whatever the minimum: it is that
+  sentence's takeover, and the next sentence need not wait for it.
+* ``hurry``: the listener is about to run out of audio in the middle of a turn (a short opener,
+  "Sure thing!", has been said while the next sentence is still arriving). The segment under
+  construction is then cut as a turn's first segment is, with the lead window over the text
+  from its start: at once when what has arrived decides it, else as soon as the text that
+  arrives does. A lead cut so is marked ``lead`` like a first one.
 * Look-ahead (``lookahead_s``): a sentence end at the very end of the buffered text is only
   confirmed by the next word. When nothing arrives for ``lookahead_s`` after it, ``poll`` takes
   it as confirmed (if it would end a sentence before a capital: not "Dr." or "e.g.") and emits
@@ -127,6 +134,8 @@ class TextBuffer:
         self._lead_previous: _Priced | None = None
         self._lead_fallback: _Priced | None = None
         self._lead_passed = False
+        self._hurried = False  # the segment under construction is cut as a first one
+        self._after_lead = False  # the segment under construction finishes a lead's sentence
 
     @property
     def config(self) -> ChunkingConfig:
@@ -136,6 +145,18 @@ class TextBuffer:
     def buffered(self) -> str:
         """Text fed but not yet emitted (including whitespace after the last segment)."""
         return self._scanner.text(self._cut, self._scanner.end)
+
+    @property
+    def can_hurry(self) -> bool:
+        """Whether ``hurry`` would do anything: text waits, there is a lead window, and the
+        segment under construction neither is hurried already nor finishes a lead's
+        sentence."""
+        return (
+            self._leads is not None
+            and not self._hurried
+            and not self._after_lead
+            and self.has_content
+        )
 
     @property
     def has_content(self) -> bool:
@@ -172,6 +193,22 @@ class TextBuffer:
         self._start_segment()
         self._scanner.release(self._cut)
         self._index = 0
+        self._after_lead = False
+        return out
+
+    def hurry(self) -> list[Segment]:
+        """Cut the segment under construction as a turn's first segment is cut (see the module
+        docstring); returns the segments that became ready (none when the text that has
+        arrived does not decide the cut yet: ``feed`` returns it then). No-op without a lead
+        window (``ChunkingConfig.leads``), while a lead's sentence is unfinished, or when
+        nothing is buffered."""
+        if not self.can_hurry:
+            return []
+        self._hurried = True
+        self._restart_search()
+        out: list[Segment] = []
+        while (segment := self._next_segment()) is not None:
+            out.append(segment)
         return out
 
     def restart_turn(self) -> None:
@@ -179,6 +216,7 @@ class TextBuffer:
         for text that resumes after the listener has heard everything so far."""
         if self._locate_content() is None:
             self._index = 0
+            self._after_lead = False
             self._start_segment()
 
     def poll(self, now: float) -> list[Segment]:
@@ -236,7 +274,7 @@ class TextBuffer:
             return None
         minimum, accept = self._rule()
         limit = start + self._config.max_chars
-        first = self._leads is not None and self._index == 0
+        first = self._leads is not None and (self._index == 0 or self._hurried)
         leading = first and not self._lead_passed
         while self._examined < len(self._pending):
             boundary = self._pending[self._examined]
@@ -244,8 +282,10 @@ class TextBuffer:
                 return self._fallback(start)
             measure = self._examined + 1 if self._counts_words else boundary.pos - start
             acceptable = measure >= minimum and boundary.kind >= accept
-            if first and boundary.kind is BoundaryKind.SENTENCE:
-                acceptable = True  # a whole first sentence is the best first segment, if short
+            if (first or self._after_lead) and boundary.kind is BoundaryKind.SENTENCE:
+                # A whole first sentence is the best first segment, if short; a lead's
+                # sentence ends its takeover.
+                acceptable = True
             if leading:
                 cut = self._lead_cut(start, boundary, acceptable)
                 if cut is not None:
@@ -318,6 +358,7 @@ class TextBuffer:
 
     def _emit(self, start: int, end: int, kind: SegmentEnd) -> Segment:
         first = self._index == 0
+        lead = (first or self._hurried) and self._leads is not None and kind < SegmentEnd.SENTENCE
         segment = Segment(
             text=self._scanner.text(start, end),
             start=start,
@@ -325,8 +366,9 @@ class TextBuffer:
             boundary=kind,
             index=self._index,
             turn_first=first,
-            lead=first and self._leads is not None and kind < SegmentEnd.SENTENCE,
+            lead=lead,
         )
+        self._after_lead = lead
         self._index += 1
         self._cut = end
         del self._pending[: bisect.bisect_right(self._pending, end, key=_position)]
@@ -337,6 +379,11 @@ class TextBuffer:
     def _start_segment(self) -> None:
         self._content = None
         self._no_content_before = self._cut
+        self._hurried = False
+        self._restart_search()
+
+    def _restart_search(self) -> None:
+        """Examine the segment's boundaries again from its start."""
         self._examined = 0
         self._best = None
         self._latest = None

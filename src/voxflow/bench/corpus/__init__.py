@@ -22,11 +22,11 @@ class Reply:
     text: str
 
 
-def load_corpus(path: Path | None = None) -> tuple[Reply, ...]:
+def load_corpus(path: Path | None = None, bundled: str = "replies.tsv") -> tuple[Reply, ...]:
     """Every reply of the bundled corpus (or of the file at ``path``, in the same format, for a
     held-out set), in file order. Raises ``ValueError`` for a malformed line."""
     if path is None:
-        raw = resources.files(__package__).joinpath("replies.tsv").read_text(encoding="utf-8")
+        raw = resources.files(__package__).joinpath(bundled).read_text(encoding="utf-8")
     else:
         raw = path.read_text(encoding="utf-8")
     replies: list[Reply] = []

@@ -1,0 +1,133 @@
+"""One turn of a call, as its listener hears it.
+
+The tokens go out on the plan's schedule while the audio is "played" at real time from its
+first chunk with no client buffer (``PlayoutBuffer(0)``), as Pipecat and LiveKit play a TTS
+service's frames: any chunk that arrives after the audio before it has finished playing is a
+gap the listener hears. A barged-in turn stops at the plan's moment; a finished one lasts until
+its audio has played out. First audio is timed from the first token's send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from dataclasses import dataclass
+
+from voxflow.bench.calls.lines import Audio, Failed, Finished, Line, LineEvent, Refused
+from voxflow.bench.calls.plan import TurnPlan
+from voxflow.client.playout import PlayoutBuffer
+
+__all__ = ["TurnResult", "run_turn"]
+
+_BARGE_POLL_S = 0.02
+_AFTER_BARGE_S = 2.0  # how long events of a barged turn are still awaited (then dropped)
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    protocol: str
+    reply: str
+    outcome: str  # "ok", "barged", "refused" or what went wrong
+    started_at: float = 0.0  # its context was opened (time.monotonic())
+    ttfa_ms: float | None = None  # first audio after the first token
+    audio_ms: float = 0.0  # received
+    heard_ms: float = 0.0  # played to the listener (all of it, or up to the barge-in)
+    gaps: int = 0
+    gap_ms: float = 0.0
+    longest_gap_ms: float = 0.0
+    refusal_ms: float | None = None  # how long the refusal took
+    ended_at: float = 0.0  # its audio finished playing, or it was stopped
+
+    @property
+    def admitted(self) -> bool:
+        return self.outcome in ("ok", "barged")
+
+
+async def _send_tokens(line: Line, turn: str, plan: TurnPlan, sent: list[float]) -> None:
+    start = time.monotonic()
+    for token in plan.tokens:
+        delay = start + token.at_s - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        sent.append(await line.send(turn, token.text))
+    await line.end(turn)
+
+
+async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120.0) -> TurnResult:
+    """Speak one turn on ``line`` (see the module docstring); always returns."""
+    opened, queue = await line.begin(turn)
+    result = functools.partial(TurnResult, line.protocol, plan.reply.name, started_at=opened)
+    if not queue.empty():
+        first = queue.get_nowait()
+        if isinstance(first, Refused):
+            ms = 1000.0 * (first.at - opened)
+            return result("refused", refusal_ms=ms, ended_at=first.at)
+        if isinstance(first, Failed):
+            return result(first.message, ended_at=first.at)
+        queue.put_nowait(first)
+    sent: list[float] = []
+    sender = asyncio.create_task(_send_tokens(line, turn, plan, sent))
+    player = PlayoutBuffer(0.0)
+    first_audio: float | None = None
+    outcome = "timeout"
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            wait = None if plan.barge_in_after_s is None else _BARGE_POLL_S
+            if plan.barge_in_after_s is not None and player.started_at is not None:
+                now = time.monotonic()
+                if player.played_ms(now) >= 1000.0 * plan.barge_in_after_s:
+                    await line.barge(turn, player.played_ms(now))
+                    outcome = "barged"
+                    break
+            event: LineEvent | None = None
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(
+                    wait if wait is not None else deadline - time.monotonic()
+                ):
+                    event = await queue.get()
+            if event is None:
+                continue
+            if isinstance(event, Audio):
+                if event.duration_ms > 0:
+                    first_audio = first_audio or event.at
+                    player.add(event.at, event.duration_ms)
+            elif isinstance(event, Finished):
+                outcome = "ok"
+                break
+            elif isinstance(event, Refused):
+                outcome = "refused"
+                break
+            else:
+                outcome = event.message
+                break
+    finally:
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await sender
+    now = time.monotonic()
+    if outcome == "refused":
+        return result("refused", refusal_ms=1000.0 * (now - opened), ended_at=now)
+    stats = player.stats()
+    heard = stats.received_ms
+    ended = now
+    if outcome == "barged":
+        heard = player.played_ms(now)
+    elif outcome == "ok" and stats.finish_at is not None and stats.finish_at > now:
+        await asyncio.sleep(stats.finish_at - now)
+        ended = stats.finish_at
+    ttfa = None
+    if first_audio is not None and sent:
+        ttfa = 1000.0 * (first_audio - sent[0])
+    return result(
+        outcome,
+        ttfa_ms=ttfa,
+        audio_ms=stats.received_ms,
+        heard_ms=heard,
+        gaps=stats.underruns,
+        gap_ms=stats.underrun_ms,
+        longest_gap_ms=stats.longest_underrun_ms,
+        ended_at=ended,
+    )
