@@ -319,7 +319,7 @@ def test_a_hits_later_windows_wait_a_moment_after_its_first(engine: PiperEngine)
     try:
         assert scheduler.prefetch(_request(LONG)).result(60) == PREFETCH_RENDERED
         stream = scheduler.open_stream(lambda event: None)
-        state = scheduler._streams[stream.id]
+        state = scheduler._policy.streams[stream.id]
         stream.submit(_request(LONG))  # text stage and first window, here and now
         work = state.works[0]
         assert work.started and work.phrase is not None

@@ -28,14 +28,12 @@ is held: sinks must be quick and thread-safe (``loop.call_soon_threadsafe`` is t
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import replace
 
 from voxflow.engines.base import Engine
 from voxflow.runtime.background import (
@@ -57,11 +55,12 @@ from voxflow.runtime.jobs import (
     Sink,
     Takeover,
 )
-from voxflow.runtime.lane_queue import LaneQueue
 from voxflow.runtime.memory import MemoryUpkeep, collect_cycles, free_memory_trimmer
+from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.priority import lower_thread_priority
 from voxflow.runtime.scheduler_settings import SchedulerSettings, SchedulerStats
-from voxflow.runtime.stream import Job, Lane, StreamState
+from voxflow.runtime.stream import StreamState
+from voxflow.runtime.work import Job, Lane
 
 __all__ = [
     "BackgroundQueueFull",
@@ -129,17 +128,13 @@ class Scheduler:
         self._cache = cache
         self._background: deque[BackgroundTask] = deque()
         self._background_busy = False
-        self._windows = settings.windows
         self._clock = clock
         # Each engine's own rates (``initial_costs``), created on its first stream.
         self._costs: dict[str, CostModel] = {}
         self._cond = threading.Condition()
-        self._queue = LaneQueue()
-        self._ids = itertools.count(1)
-        self._streams: dict[int, StreamState] = {}
+        self._policy = SchedulingPolicy(settings)  # guarded by the lock, as all below
         self._busy = 0
         self._jobs_run = 0
-        self._misses = 0
         self._stopping = False
         self._upkeep = upkeep or MemoryUpkeep(free_memory_trimmer())
         self._threads = [
@@ -177,23 +172,11 @@ class Scheduler:
         ``burst_s``: render this much audio before holding any back (what the client's decoder
         reads before it plays); ``voice``: what it speaks with (its engine's costs plan its
         deadlines; None: the default engine's)."""
-        s = self._settings
         costs = self._costs_for(voice)
         with self._cond:
             if self._stopping:
                 raise RuntimeError("scheduler is shut down")
-            stream = StreamState(
-                next(self._ids),
-                sink,
-                paced,
-                self._windows,
-                costs,
-                s.first_audio_s,
-                s.max_lead_s,
-                s.lead_hold_s,
-                burst_s,
-            )
-            self._streams[stream.id] = stream
+            stream = self._policy.open_stream(sink, costs, paced, burst_s)
         return StreamHandle(self, stream)
 
     def prefetch(self, request: SegmentRequest) -> Future[str]:
@@ -222,19 +205,18 @@ class Scheduler:
     def stats(self) -> SchedulerStats:
         with self._cond:
             return SchedulerStats(
-                ready_streams=self._queue.ready_streams(),
-                active_streams=len(self._streams),
+                ready_streams=self._policy.ready_streams(),
+                active_streams=len(self._policy.streams),
                 busy_workers=self._busy,
                 jobs_run=self._jobs_run,
-                deadline_misses=self._misses,
+                deadline_misses=self._policy.misses,
             )
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop the workers after their current job; queued work is dropped."""
         with self._cond:
             self._stopping = True
-            for stream in self._streams.values():
-                stream.cancel()
+            self._policy.cancel_all()
             for task in self._background:
                 task.future.set_exception(RuntimeError("scheduler is shut down"))
             self._background.clear()
@@ -248,55 +230,46 @@ class Scheduler:
         with self._cond:
             if stream.cancelled:
                 return
-            if stream.input_closed:
-                raise RuntimeError("stream input is closed")
-            stream.submit(request, self._clock())
-            self._schedule(stream)
+            self._policy.submit(stream, request, self._clock())
+            self._served(stream)
 
     def _close_input(self, stream: StreamState) -> None:
         with self._cond:
-            stream.input_closed = True
-            self._finish(stream, [])
+            self._deliver(stream, self._policy.close_input(stream, self._clock()))
+            self._served(stream)
 
     def _cancel(self, stream: StreamState) -> None:
         with self._cond:
-            stream.cancel()
-            self._streams.pop(stream.id, None)
-            self._queue.compact(len(self._streams))
+            self._policy.cancel(stream)
 
     # -- internals (lock held) -------------------------------------------------------------------
 
-    def _schedule(self, stream: StreamState) -> None:
-        """(Re)queue each lane of ``stream`` that has a job to run."""
-        self._serve_from_memory(stream)
-        now = self._clock()
-        for lane in Lane:
-            stream.versions[lane] += 1
-            work = stream.runnable(lane)
-            if work is None:
-                continue
-            timing = stream.timing(lane, work, now)
-            self._queue.push(stream, lane, timing.release, timing.deadline, now)
-            self._cond.notify()
+    def _served(self, stream: StreamState) -> None:
+        """After the policy queued ``stream``'s lanes: serve what memory holds of it at once
+        (then queue it again), and wake a worker."""
+        if not stream.cancelled and self._serve_from_memory(stream):
+            self._policy.requeue(stream, self._clock())
+        self._cond.notify()
 
-    def _serve_from_memory(self, stream: StreamState) -> None:
+    def _serve_from_memory(self, stream: StreamState) -> bool:
         """Run a phrase's text stage and first window here, on the calling thread, when memory
         holds it: a hit needs no worker, so its first audio neither waits for one (a busy worker
         renders a window of 20 to 60 ms) nor pays the hand-over to a thread. Its later windows
         go through the workers like any job (cut from the cache there): delivered all at once,
         they would queue ahead of the first window's encoded audio on the event loop. A text
         stage that memory cannot answer, the shared tier and everything rendered go to the
-        workers."""
+        workers. True when it served something (the stream's queued lanes are stale then)."""
         cache = self._cache
+        served = False
         while cache is not None and not stream.cancelled:
             work = stream.runnable(Lane.MAIN)
             if work is None:
-                return
+                break
             now = self._clock()
             if work.utterance is None:
                 phrase = memory_hit(cache, self._engine, work.request)
                 if phrase is None:
-                    return
+                    break
                 work.phrase = phrase
                 job = stream.take(Lane.MAIN, work, now)
                 events = stream.prepared(job, phrase.utterance, 0.0)
@@ -306,13 +279,15 @@ class Scheduler:
                     or work.started
                     or stream.timing(Lane.MAIN, work, now).release > now
                 ):
-                    return
+                    break
                 job = stream.take(Lane.MAIN, work, now)
                 assert job.window is not None
                 audio = work.phrase.window(*job.window)
                 events = stream.rendered(job, audio, 0.0, now)
             stream.versions[Lane.MAIN] += 1  # what was queued for the lane is stale now
-            self._deliver_results(stream, events)
+            served = True
+            self._deliver(stream, self._policy.finish(stream, events, now))
+        return served
 
     def _take(self) -> tuple[StreamState, Job] | BackgroundTask | _Trim | None:
         """The job with the earliest deadline among released ones; waits for one. Returns
@@ -321,29 +296,25 @@ class Scheduler:
             if self._stopping:
                 return None
             now = self._clock()
-            popped = self._queue.pop(now)
-            if popped is not None:
-                stream, lane, work = popped
-                stream.versions[lane] += 1
-                job = stream.take(lane, work, now)
-                if (job.playback_end is None or stream.costs.wide_windows) and self._alone():
-                    job = replace(job, threads=self._settings.wide_threads)
+            picked = self._policy.next_job(now, self._busy)
+            if picked is not None:
+                stream, job = picked
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "stream %d %s %s tag %d window %s playback_end %s at %.3f",
                         stream.id,
-                        lane.value,
+                        job.lane.value,
                         "prepare" if job.window is None else "render",
-                        work.request.tag,
+                        job.work.request.tag,
                         job.window,
                         None if job.playback_end is None else f"{job.playback_end:.3f}",
                         now,
                     )
-                return stream, job
+                return picked
             if self._background and self._background_spare():
                 self._background_busy = True
                 return self._background.popleft()
-            wait = self._queue.next_release_s(now)
+            wait = self._policy.next_release_s(now)
             if not self._busy:
                 if self._upkeep.take(now):
                     return _TRIM
@@ -357,27 +328,6 @@ class Scheduler:
         free for a stream that becomes due (with one worker: while it has nothing else)."""
         return not self._background_busy and self._busy < max(1, self._settings.workers - 1)
 
-    def _alone(self) -> bool:
-        """Whether no job runs and none waits: a job may use every core."""
-        if self._busy or self._settings.wide_threads <= 1:
-            return False
-        return not self._queue.any_ready()
-
-    def _finish(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
-        """Deliver ``events`` (and ``Drained`` when due) and requeue the stream."""
-        self._deliver_results(stream, events)
-        if not stream.cancelled:
-            self._schedule(stream)
-
-    def _deliver_results(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
-        """Count the late windows among a job's ``events``, add ``Drained`` when due (the stream
-        is then forgotten) and deliver them."""
-        self._misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
-        events = events + stream.drained()
-        if events and isinstance(events[-1], Drained):
-            self._streams.pop(stream.id, None)
-        self._deliver(stream, events)
-
     def _deliver(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Hand ``events`` to the stream's sink; a sink that fails ends its stream, not the
         worker."""
@@ -388,8 +338,7 @@ class Scheduler:
                 stream.sink(event)
             except Exception:
                 log.exception("sink of stream %d failed; cancelling the stream", stream.id)
-                stream.cancel()
-                self._streams.pop(stream.id, None)
+                self._policy.cancel(stream)
 
     # -- worker ----------------------------------------------------------------------------------
 
@@ -446,27 +395,24 @@ class Scheduler:
         with self._cond:
             self._busy -= 1
             self._jobs_run += 1
+            now = self._clock()
             events: list[SchedulerEvent]
             if error is not None:
-                events = stream.failed(job, error)
+                events = self._policy.failed(stream, job, error, now)
             elif job.window is None:
                 if found is not None:
                     work.phrase = found.phrase
                     work.cache_key = found.key if found.admit else None
-                else:
-                    self._costs_for(request.voice).observe_prepare(len(request.text), elapsed)
-                events = stream.prepared(job, result, elapsed)
+                events = self._policy.prepared(stream, job, result, elapsed, now, found is None)
             else:
-                if work.phrase is None:
-                    self._costs_for(request.voice).observe_render(
-                        job.window[1] - job.window[0], elapsed
-                    )
-                    if self._cache is not None:
-                        fill = record_window(self._cache, work, job.window, audio)
-                        if fill is not None:
-                            self._queue_background(fill)
-                events = stream.rendered(job, audio, elapsed, self._clock())
-            self._finish(stream, events)
+                rendered = work.phrase is None
+                if rendered and self._cache is not None:
+                    fill = record_window(self._cache, work, job.window, audio)
+                    if fill is not None:
+                        self._queue_background(fill)
+                events = self._policy.rendered(stream, job, audio, elapsed, now, rendered)
+            self._deliver(stream, events)
+            self._served(stream)
             self._upkeep.job_done(self._clock())
 
     def _run_background(self, task: BackgroundTask) -> None:

@@ -79,7 +79,7 @@ class ContextOptions:
     normalizer: Normalizer
     normalization: NormalizationMode
     max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS
-    hurry_margin_s: float = DEFAULT_HURRY_MARGIN_S
+    hurry_margin_s: float | None = DEFAULT_HURRY_MARGIN_S  # None: never cut a lead mid-turn
 
 
 class ContextState(enum.Enum):
@@ -204,7 +204,8 @@ class Context:
         pieces still hold would all have played. None while that is unknown (no audio sent
         yet, a piece not prepared yet), while a lead waits for the rest of its sentence, or
         when nothing waits in the buffer."""
-        if self.state is not ContextState.OPEN or self._lead is not None:
+        margin = self.options.hurry_margin_s
+        if margin is None or self.state is not ContextState.OPEN or self._lead is not None:
             return None
         if not self.buffer.can_hurry:
             return None
@@ -217,7 +218,7 @@ class Context:
                 return None
             if not piece.taken_over:  # a lead's takeover counts for both
                 left += piece.audio_left_s()
-        return runs_out + left - self.options.hurry_margin_s
+        return runs_out + left - margin
 
     def _requests(self, segments: list[Segment]) -> list[SegmentRequest]:
         if segments and self._first_text_end is None:

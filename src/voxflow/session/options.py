@@ -84,7 +84,7 @@ class SessionConfig:
     # How long before its listener would run out of audio a context cuts a lead from the text
     # that has arrived (``Context.hurry_at``): the lead's text stage and first window, and the
     # wait for a worker on a loaded machine.
-    hurry_margin_s: float = DEFAULT_HURRY_MARGIN_S
+    hurry_margin_s: float | None = DEFAULT_HURRY_MARGIN_S  # None: never
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,180 @@
+"""The scheduling policy: which job the next free worker runs, and what its result means.
+
+Pure: no thread, no lock, no engine; every call takes the time. ``Scheduler`` wraps it in a lock
+and worker threads (and the phrase cache); a simulation drives it on a fake clock with jobs that
+take the engines' measured costs (``tests/simulation``).
+
+* Streams (``voxflow.runtime.stream``) hold their queued segments and their listener's clock;
+  each lane's next job has a release time and a deadline (``StreamState.timing``).
+* ``next_job`` hands out the released job with the earliest deadline (``LaneQueue``): a stream
+  about to run dry comes before one with audio in hand, a fresh stream's first window before
+  later arrivals' text stages. A job that would run alone may use every core
+  (``SchedulerSettings.wide_threads``).
+* ``prepared``, ``rendered`` and ``failed`` take a job's result and return the events for the
+  stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it).
+  Each result teaches the stream's engine cost model (``voxflow.runtime.costs``) how long such a
+  job takes, unless it came from the phrase cache.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from voxflow.engines.base import FloatArray, Utterance
+from voxflow.runtime.costs import CostModel
+from voxflow.runtime.jobs import Rendered, SchedulerEvent, SegmentRequest, Sink
+from voxflow.runtime.lane_queue import LaneQueue
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.runtime.stream import StreamState
+from voxflow.runtime.work import Job, Lane
+
+__all__ = ["SchedulingPolicy"]
+
+
+class SchedulingPolicy:
+    """See the module docstring."""
+
+    def __init__(self, settings: SchedulerSettings) -> None:
+        self._settings = settings
+        self._windows = settings.windows
+        self._queue = LaneQueue()
+        self._ids = itertools.count(1)
+        self.streams: dict[int, StreamState] = {}
+        self.misses = 0  # windows that finished after their deadline
+
+    @property
+    def settings(self) -> SchedulerSettings:
+        return self._settings
+
+    # -- streams ---------------------------------------------------------------------------------
+
+    def open_stream(
+        self, sink: Sink, costs: CostModel, paced: bool = True, burst_s: float = 0.0
+    ) -> StreamState:
+        """A new stream whose jobs cost what ``costs`` says (see ``Scheduler.open_stream``)."""
+        s = self._settings
+        stream = StreamState(
+            next(self._ids),
+            sink,
+            paced,
+            self._windows,
+            costs,
+            s.first_audio_s,
+            s.max_lead_s,
+            s.lead_hold_s,
+            burst_s,
+        )
+        self.streams[stream.id] = stream
+        return stream
+
+    def submit(self, stream: StreamState, request: SegmentRequest, now: float) -> None:
+        if stream.input_closed:
+            raise RuntimeError("stream input is closed")
+        stream.submit(request, now)
+        self.requeue(stream, now)
+
+    def close_input(self, stream: StreamState, now: float) -> list[SchedulerEvent]:
+        """No more segments will come; the events due now (``Drained`` if all ran)."""
+        stream.input_closed = True
+        return self.finish(stream, [], now)
+
+    def cancel(self, stream: StreamState) -> None:
+        """Drop the stream's queued work; a job of it still running is discarded when done."""
+        stream.cancel()
+        self.streams.pop(stream.id, None)
+        self._queue.compact(len(self.streams))
+
+    def cancel_all(self) -> None:
+        for stream in self.streams.values():
+            stream.cancel()
+        self.streams.clear()
+
+    def requeue(self, stream: StreamState, now: float) -> bool:
+        """(Re)queue each lane of ``stream`` that has a job to run; True if one was queued."""
+        queued = False
+        for lane in Lane:
+            stream.versions[lane] += 1
+            work = stream.runnable(lane)
+            if work is None:
+                continue
+            timing = stream.timing(lane, work, now)
+            self._queue.push(stream, lane, timing.release, timing.deadline, now)
+            queued = True
+        return queued
+
+    # -- what runs next --------------------------------------------------------------------------
+
+    def next_job(self, now: float, busy: int) -> tuple[StreamState, Job] | None:
+        """Start the released job with the earliest deadline (None: none is released). ``busy``:
+        how many workers are running a job now; one that would run alone may be wide."""
+        popped = self._queue.pop(now)
+        if popped is None:
+            return None
+        stream, lane, work = popped
+        stream.versions[lane] += 1
+        job = stream.take(lane, work, now)
+        if (job.playback_end is None or stream.costs.wide_windows) and self._alone(busy):
+            job = replace(job, threads=self._settings.wide_threads)
+        return stream, job
+
+    def next_release_s(self, now: float) -> float | None:
+        """Seconds until a queued job that waits is released (None: none waits)."""
+        return self._queue.next_release_s(now)
+
+    def ready_streams(self) -> int:
+        return self._queue.ready_streams()
+
+    def _alone(self, busy: int) -> bool:
+        """Whether no job runs and none waits: a job may use every core."""
+        if busy or self._settings.wide_threads <= 1:
+            return False
+        return not self._queue.any_ready()
+
+    # -- results ---------------------------------------------------------------------------------
+
+    def prepared(
+        self,
+        stream: StreamState,
+        job: Job,
+        utterance: Utterance,
+        compute_s: float,
+        now: float,
+        learn: bool = True,
+    ) -> list[SchedulerEvent]:
+        """A text stage finished; ``learn``: it was computed (not a cached phrase)."""
+        if learn:
+            stream.costs.observe_prepare(len(job.work.request.text), compute_s)
+        return self.finish(stream, stream.prepared(job, utterance, compute_s), now)
+
+    def rendered(
+        self,
+        stream: StreamState,
+        job: Job,
+        audio: FloatArray,
+        compute_s: float,
+        now: float,
+        learn: bool = True,
+    ) -> list[SchedulerEvent]:
+        """A window finished; ``learn``: it was rendered (not cut from a cached phrase)."""
+        if learn and job.window is not None:
+            stream.costs.observe_render(job.window[1] - job.window[0], compute_s)
+        return self.finish(stream, stream.rendered(job, audio, compute_s, now), now)
+
+    def failed(
+        self, stream: StreamState, job: Job, error: Exception, now: float
+    ) -> list[SchedulerEvent]:
+        return self.finish(stream, stream.failed(job, error), now)
+
+    def finish(
+        self, stream: StreamState, events: list[SchedulerEvent], now: float
+    ) -> list[SchedulerEvent]:
+        """``events`` and ``Drained`` when due (the stream is then forgotten); the stream's
+        lanes are queued again."""
+        self.misses += sum(1 for e in events if isinstance(e, Rendered) and e.late_s > 0)
+        events = events + stream.drained()
+        if stream.drained_sent:
+            self.streams.pop(stream.id, None)
+        if not stream.cancelled:
+            self.requeue(stream, now)
+        return events
