@@ -164,6 +164,16 @@ class _Running:
     started: float
 
 
+def _kind(job: Job) -> str:
+    """A job's kind, for ``Simulation.cpu_by``: its step, and what its segment is."""
+    request = job.work.request
+    role = "lead" if request.lead else "takeover" if request.takeover is not None else "plain"
+    if job.window is None:
+        return f"prepare {role}"
+    frames = job.window[1] - job.window[0]
+    return f"render {role} {'<=16' if frames <= 16 else '<=32' if frames <= 32 else '<=64' if frames <= 64 else '>64'}"
+
+
 class Simulation:
     """See the module docstring. ``add_call`` the calls, then ``run``."""
 
@@ -201,6 +211,7 @@ class Simulation:
         self._polls: dict[int, float] = {}
         self._wake_at: float | None = None
         self.cpu_s = 0.0
+        self.cpu_by: dict[str, float] = {}  # CPU seconds by kind of job (``_kind``)
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -305,6 +316,8 @@ class Simulation:
             demand = 1.0
             if job.threads is not None and job.threads > 1:
                 demand = self.costs.wide_speedup
+            kind = _kind(job)
+            self.cpu_by[kind] = self.cpu_by.get(kind, 0.0) + cost
             session = self._sessions[session_index]
             self._running.append(_Running(stream, serial, session, job, cost, demand, self.now))
         wait = self.policy.next_release_s(self.now)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from piper.config import PhonemeType, PiperConfig
 
 from voxflow.engines.base import (
@@ -70,6 +71,11 @@ class EngineSettings:
     # After the first window, the flow runs ahead in chunks of at least this many frames: it costs
     # a sixth of the decoder per frame, so running ahead is cheap and saves its wide context.
     flow_chunk_frames: int = 512
+    # Flow and decoder runs of at most this many frames (context included) keep their ONNX
+    # Runtime arena for the next run; larger ones (a whole segment in one window) give it back.
+    # The server's windows (at most 256 frames, flow chunks of 512) stay under it, so what they
+    # keep is bounded, and each saves the arena's regrowth: 11% of a decoder window.
+    keep_arena_frames: int = 600
     # The text stage's memory grows with the square of its input (attention over phonemes, the
     # alignment of phonemes to frames): a 1,250-character spoken text took 650 MiB. Callers cut
     # text into pieces well under this; the engine refuses longer ones with a clear error.
@@ -84,8 +90,8 @@ class EngineSettings:
             self.first_flow_overlap_frames < 0
         ):
             raise ValueError("overlap frames must be >= 0")
-        if self.flow_chunk_frames < 1:
-            raise ValueError("flow_chunk_frames must be >= 1")
+        if self.flow_chunk_frames < 1 or self.keep_arena_frames < 0:
+            raise ValueError("flow_chunk_frames must be >= 1 and keep_arena_frames >= 0")
 
 
 class LoadedVoice:
@@ -106,6 +112,7 @@ class LoadedVoice:
         self.latent_channels = split.latent_channels
         self.has_speaker_input = split.has_speaker_input
         self.run_options = shrinking_run_options()
+        self.keeping_options = ort.RunOptions()
         self._stages = ByThreads(
             lambda threads: _Stages(split, threads),
             settings.intra_op_threads,
@@ -262,12 +269,20 @@ class PiperEngine:
                 )
             z_window = np.ascontiguousarray(cache.z[:, :, dec_lo:dec_hi])
         (audio,) = loaded.stages(threads).decoder.run(
-            None, {Z: z_window, **_speaker(loaded, utterance)}, loaded.run_options
+            None,
+            {Z: z_window, **_speaker(loaded, utterance)},
+            self._options(loaded, dec_hi - dec_lo),
         )
         hop = utterance.samples_per_frame
         window = audio.reshape(-1)[(start_frame - dec_lo) * hop : (end_frame - dec_lo) * hop]
         clipped: FloatArray = np.clip(window, -1.0, 1.0).astype(np.float32, copy=False)
         return clipped
+
+    def _options(self, loaded: LoadedVoice, frames: int) -> ort.RunOptions:
+        """Run options for a flow or decoder run of ``frames``: keep the arena unless large."""
+        if frames <= self._settings.keep_arena_frames:
+            return loaded.keeping_options
+        return loaded.run_options
 
     def _flow_cache(self, utterance: Utterance) -> _FlowCache:
         with self._caches_lock:
@@ -309,7 +324,7 @@ class PiperEngine:
                 Y_MASK: np.ones((1, 1, hi - lo), dtype=np.float32),
                 **_speaker(loaded, utterance),
             },
-            loaded.run_options,
+            self._options(loaded, hi - lo),
         )
         cache.z[:, :, start:target] = z[:, :, start - lo : target - lo]
         cache.hi = target
