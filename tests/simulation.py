@@ -35,12 +35,13 @@ import numpy as np
 from voxflow.bench.tokens import llm_tokens
 from voxflow.client.playout import PlayoutBuffer
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, WordSpan
-from voxflow.runtime.costs import CostModel
+from voxflow.runtime.costs import PIPER_AUDIO_COST_S, CostModel
 from voxflow.runtime.jobs import SchedulerEvent
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job
+from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (
     AudioOut,
     CancelStream,
@@ -145,6 +146,10 @@ class TurnHeard:
         return 1000.0 * (self.first_audio_at - self.first_token_at)
 
     @property
+    def refused(self) -> bool:
+        return "concurrency_limited" in self.errors
+
+    @property
     def gaps(self) -> int:
         return self.player.underruns
 
@@ -171,7 +176,8 @@ def _kind(job: Job) -> str:
     if job.window is None:
         return f"prepare {role}"
     frames = job.window[1] - job.window[0]
-    return f"render {role} {'<=16' if frames <= 16 else '<=32' if frames <= 32 else '<=64' if frames <= 64 else '>64'}"
+    size = next((f"<={top}" for top in (16, 32, 64) if frames <= top), ">64")
+    return f"render {role} {size}"
 
 
 class Simulation:
@@ -185,7 +191,10 @@ class Simulation:
         cores: float = 2.0,
         config: SessionConfig | None = None,
         seed: int = 1,
+        max_load: float | None = None,
     ) -> None:
+        """``max_load``: admit streams by cost as the server does (``ServerSettings.max_load``,
+        of ``settings.workers``); None: admit every one."""
         self.settings = settings or SchedulerSettings()
         self.policy = SchedulingPolicy(self.settings)
         self.costs = costs or SimCosts()
@@ -202,6 +211,7 @@ class Simulation:
             prepare_per_char_s=self.costs.prepare_per_char_s,
             render_per_frame_s=self.costs.render_per_frame_s,
             context_frames=self.costs.context_frames,
+            audio_cost_s=PIPER_AUDIO_COST_S,
         )
         self._streams: dict[tuple[int, int], StreamState] = {}  # (session id, serial)
         self._owners: dict[int, tuple[int, int]] = {}  # stream id: (session id, serial)
@@ -209,6 +219,12 @@ class Simulation:
         self.turns: list[TurnHeard] = []
         self._sessions: list[Session] = []
         self._polls: dict[int, float] = {}
+        self.admission: Admission | None = None
+        if max_load is not None:
+            capacity = max_load * self.settings.workers
+            self.admission = Admission(
+                AdmissionSettings(capacity=capacity), costs=lambda _e: self._cost_model.audio_cost_s
+            )
         self._wake_at: float | None = None
         self.cpu_s = 0.0
         self.cpu_by: dict[str, float] = {}  # CPU seconds by kind of job (``_kind``)
@@ -216,7 +232,7 @@ class Simulation:
     # -- set-up ----------------------------------------------------------------------------------
 
     def add_call(self, turns: list[Turn]) -> None:
-        session = Session(self.config, lambda _name: VOICE)
+        session = Session(self.config, lambda _name: VOICE, self.admission)
         index = len(self._sessions)
         self._sessions.append(session)
         session.on_output = lambda: self._outputs(index)
@@ -229,12 +245,13 @@ class Simulation:
         heard = TurnHeard(turn.text)
         self._heard[(index, cid)] = heard
         self.turns.append(heard)
-        session.start(cid, StartOptions(), self.now)
+        if not session.start(cid, StartOptions(), self.now):
+            return
         at = self.now
         for token in llm_tokens(turn.text):
             self._at(at, lambda c=cid, t=token: self._token(index, c, t))
             at += 1.0 / turn.token_rate
-        self._at(at, lambda c=cid: session.end(c, self.now))
+        self._at(at, lambda c=cid: self._end(index, c))
         if turn.barge_in_after_s is not None:
             self._at(self.now, lambda c=cid, b=turn.barge_in_after_s: self._barge(index, c, b))
 
@@ -245,6 +262,10 @@ class Simulation:
         if heard.first_token_at is None:
             heard.first_token_at = self.now
         self._sessions[index].text(cid, token, self.now)
+
+    def _end(self, index: int, cid: str) -> None:
+        if not self._heard[(index, cid)].done:
+            self._sessions[index].end(cid, self.now)
 
     def _barge(self, index: int, cid: str, after_s: float) -> None:
         heard = self._heard[(index, cid)]
@@ -345,11 +366,11 @@ class Simulation:
         events: list[SchedulerEvent]
         if job.window is None:
             utterance = self.engine.utterance(job.work.request.text)
-            events = self.policy.prepared(stream, job, utterance, compute_s, self.now, learn=False)
+            events = self.policy.prepared(stream, job, utterance, compute_s, self.now)
         else:
             assert job.work.utterance is not None
             audio = self.engine.render(job.work.utterance, *job.window)
-            events = self.policy.rendered(stream, job, audio, compute_s, self.now, learn=False)
+            events = self.policy.rendered(stream, job, audio, compute_s, self.now)
         for event in events:
             running.session.synthesis_event(running.serial, event, self.now)
 
@@ -389,7 +410,10 @@ class Simulation:
             elif isinstance(output, DoneOut):
                 self._heard[(index, output.context_id)].done = True
             elif isinstance(output, ErrorOut) and output.context_id is not None:
-                self._heard[(index, output.context_id)].errors.append(output.code)
+                heard = self._heard[(index, output.context_id)]
+                heard.errors.append(output.code)
+                if output.code == "concurrency_limited":
+                    heard.done = True  # refused: the agent stops sending its text
 
     def _deliver(self, index: int, serial: int, events: list[SchedulerEvent]) -> None:
         for event in events:

@@ -18,7 +18,7 @@ def default_workers() -> int:
 # Streams one synthesis worker (one core) keeps in real time with their first audio on time
 # (no underrun, TTFA p95 within 1.5x of an idle server's): `voxflow soak`'s capacity section,
 # median of its sweeps on the 2-core reference machine (docs/reliability.md).
-STREAMS_PER_WORKER = 1
+DEFAULT_MAX_LOAD = 0.85
 
 # -- access control and logs (issue 11) --
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -68,10 +68,15 @@ class ServerSettings:
     wyoming_max_line_bytes: int = 1 << 20  # a Wyoming event's header line
     wyoming_max_data_bytes: int = 1 << 20  # its data part (a synthesize text is <60 KB)
     wyoming_max_payload_bytes: int = 1 << 20  # its payload (a TTS server is sent none)
-    # -- admission control (issue 11) --
-    # Active streams (open contexts, every protocol) the server admits at once; past it a new
-    # one is refused (HTTP 429, native concurrency_limited). 0: STREAMS_PER_WORKER per worker,
-    # what this kind of machine sustains in real time (docs/reliability.md).
+    # -- admission control (issues 11, 28) --
+    # The share of the workers' time that speaking streams may take (session.admission): a new
+    # stream (an open context, any protocol) is admitted while the streams that speak, each
+    # counted at its engine's measured cost per second of audio, and it stay within
+    # workers x max_load; past it, it is refused (HTTP 429, native concurrency_limited). The
+    # default keeps every call gapless in the calls benchmark (docs/benchmarks.md#calls).
+    # 0: no such limit.
+    max_load: float = DEFAULT_MAX_LOAD
+    # Open streams at most, besides (0: no count).
     max_streams: int = 0
     retry_after_s: float = 1.0  # the wait a refused client is told before it retries
     # -- access control and logs (issue 11) --
@@ -124,6 +129,8 @@ class ServerSettings:
             raise ValueError("drain_s must be > 0")
         if self.max_streams < 0:
             raise ValueError("max_streams must be >= 0")
+        if not 0 <= self.max_load <= 1:
+            raise ValueError("max_load must be within [0, 1] (0: no limit)")
         if self.retry_after_s <= 0:
             raise ValueError("retry_after_s must be > 0")
         if self.max_lead_s <= 0:
@@ -205,8 +212,9 @@ class ServerSettings:
         return self.workers or default_workers()
 
     @property
-    def stream_limit(self) -> int:
-        return self.max_streams or STREAMS_PER_WORKER * self.worker_threads
+    def stream_capacity(self) -> float:
+        """CPU seconds a second (cores) that admitted speaking streams may take (0: no limit)."""
+        return self.max_load * self.worker_threads
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> ServerSettings:

@@ -41,10 +41,17 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="also serve the Wyoming protocol (Home Assistant), e.g. tcp://0.0.0.0:10200",
     )
     serve_cmd.add_argument(
+        "--max-load",
+        type=float,
+        dest="max_load",
+        help="share of the workers' time speaking streams may take, each at its engine's "
+        "measured cost; past it a new stream gets 429 (default 0.85; 0: no limit)",
+    )
+    serve_cmd.add_argument(
         "--max-streams",
         type=int,
         dest="max_streams",
-        help="active streams admitted at once; past it 429 (default: 1 per worker)",
+        help="open streams admitted at once, besides (default: no count)",
     )
     serve_cmd.add_argument(
         "--drain",
@@ -250,6 +257,7 @@ def serve(args: argparse.Namespace) -> int:
         wyoming_uri=args.wyoming_uri,
         lexicon_path=args.lexicon_path,
         max_streams=args.max_streams,
+        max_load=args.max_load,
         drain_s=args.drain_s,
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,

@@ -104,7 +104,8 @@ def test_windows_start_small_and_grow_while_ahead(scheduler: Scheduler) -> None:
 def test_a_new_streams_first_window_jumps_ahead_of_a_stream_with_audio_in_hand(
     engine: PiperEngine,
 ) -> None:
-    scheduler = Scheduler(engine, SchedulerSettings(workers=1, max_window_frames=32))
+    settings = SchedulerSettings(workers=1, max_window_frames=32, first_audio_workers=0)
+    scheduler = Scheduler(engine, settings)
     try:
         recorder = Recorder()
         busy = scheduler.open_stream(recorder.sink("busy"))  # type: ignore[arg-type]
@@ -125,6 +126,47 @@ def test_a_new_streams_first_window_jumps_ahead_of_a_stream_with_audio_in_hand(
         # Only the window already in flight when "fresh" arrived may finish in between.
         assert busy_until_audio - busy_before <= 0
         assert busy_before <= 3 + 1 + 1  # 3 seen + Prepared + the in-flight window
+        busy.cancel()
+    finally:
+        scheduler.shutdown()
+
+
+class HeldEngine(WrappedEngine):
+    """The real engine, but a window of ``LONG`` (the busy stream's text) takes a second more:
+    a job in flight that will not end soon."""
+
+    def render(
+        self, utterance: Utterance, start_frame: int, end_frame: int, threads: int | None = None
+    ) -> FloatArray:
+        if utterance.text.startswith(LONG[:20]):
+            time.sleep(1.0)
+        return super().render(utterance, start_frame, end_frame, threads)
+
+
+@pytest.mark.parametrize("first_audio_workers", [0, 1])
+def test_a_first_audio_worker_starts_a_new_stream_beside_a_window_in_flight(
+    engine: PiperEngine, first_audio_workers: int
+) -> None:
+    settings = SchedulerSettings(workers=1, first_audio_workers=first_audio_workers)
+    scheduler = Scheduler(HeldEngine(engine), settings)  # type: ignore[arg-type]
+    try:
+        recorder = Recorder()
+        busy = scheduler.open_stream(recorder.sink("busy"))  # type: ignore[arg-type]
+        busy.submit(_request(LONG, 0))
+        while not any(isinstance(e, Rendered) for e in recorder.of("busy")):
+            time.sleep(0.005)
+        time.sleep(0.05)  # the worker holds the busy stream's next window now
+        windows = sum(isinstance(e, Rendered) for e in recorder.of("busy"))
+        fresh = scheduler.open_stream(recorder.sink("fresh"))  # type: ignore[arg-type]
+        fresh.submit(_request("Hi!", 0))
+        deadline = time.monotonic() + 20
+        while not any(isinstance(e, Rendered) for e in recorder.of("fresh")):
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        waited = sum(isinstance(e, Rendered) for e in recorder.of("busy")) - windows
+        # With a first-audio worker, "Hi!" is heard while the held window is still in flight;
+        # without one it waits for that window to end.
+        assert waited == (0 if first_audio_workers else 1)
         busy.cancel()
     finally:
         scheduler.shutdown()
@@ -197,8 +239,8 @@ def test_streams_far_ahead_wait(engine: PiperEngine) -> None:
 
 def test_shutdown_stops_the_worker_threads(engine: PiperEngine) -> None:
     before = threading.active_count()
-    scheduler = Scheduler(engine, SchedulerSettings(workers=3))
-    assert threading.active_count() == before + 3
+    scheduler = Scheduler(engine, SchedulerSettings(workers=3, first_audio_workers=1))
+    assert threading.active_count() == before + 3 + 1
     scheduler.shutdown()
     assert threading.active_count() == before
     with pytest.raises(RuntimeError, match="shut down"):

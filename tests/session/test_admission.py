@@ -3,11 +3,15 @@ opens and given back however it ends; refusals that carry their retry hint; drai
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Drained
-from voxflow.session.admission import Admission, AdmissionSettings, Refusal
+from voxflow.session.admission import Admission, AdmissionSettings, Refusal, Ticket
+from voxflow.session.context import OPEN_GRACE_S
+from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut, OpenStream, Output
 from voxflow.session.local import drain_encoded
 from voxflow.session.session import Session, SessionConfig, StartOptions
@@ -32,7 +36,7 @@ def test_a_full_server_refuses_the_next_context_with_a_retry_hint() -> None:
     first.start("a", StartOptions(), 0.0)
     first.start("b", StartOptions(), 0.0)
     second.start("c", StartOptions(), 0.0)
-    assert admission.active == 2 and admission.saturated
+    assert admission.active == 2 and admission.saturated(0.0)
     assert not _errors(_drain(first))
     (refused,) = _errors(_drain(second))
     assert refused.code == "concurrency_limited" and refused.context_id == "c"
@@ -90,15 +94,102 @@ def test_a_release_without_an_acquire_is_logged_not_counted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     admission = Admission(AdmissionSettings(max_streams=1))
-    admission.release()
+    admission.release(Ticket("piper", 1))
     assert admission.active == 0
     assert "released twice" in caplog.text
-    admission.acquire()
-    assert admission.saturated
+    admission.acquire("piper", 1, 0.0)
+    assert admission.saturated(0.0)
 
 
 def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="max_streams"):
-        AdmissionSettings(max_streams=0)
+        AdmissionSettings(max_streams=-1)
+    with pytest.raises(ValueError, match="capacity"):
+        AdmissionSettings(capacity=-0.5)
     with pytest.raises(ValueError, match="retry_after_s"):
         AdmissionSettings(max_streams=1, retry_after_s=0)
+
+
+# -- by cost ---------------------------------------------------------------------------------
+
+
+def _costs(engine: str) -> float:
+    return {"piper": 0.1, "kokoro": 1.0}[engine]
+
+
+def _by_cost(capacity: float, refusals: list[Refusal] | None = None) -> Admission:
+    on_refused = (refusals if refusals is not None else []).append
+    return Admission(AdmissionSettings(capacity=capacity), on_refused, costs=_costs)
+
+
+def test_speaking_streams_are_counted_at_their_engines_cost() -> None:
+    refusals: list[Refusal] = []
+    admission = _by_cost(1.0, refusals)
+    tickets = [admission.acquire("piper", 1, 0.0) for _ in range(10)]
+    assert admission.load(0.0) == pytest.approx(1.0)
+    with pytest.raises(SessionError) as refused:
+        admission.acquire("piper", 1, 0.0)
+    assert refused.value.code == "concurrency_limited" and refused.value.retry_after_ms == 1000
+    assert "without gaps" in refused.value.message
+    assert refusals == [Refusal.SATURATED] and admission.saturated(0.0)
+    admission.release(tickets.pop())
+    assert not admission.saturated(0.0)
+    assert admission.limit == 10 and admission.active == 9
+
+
+def test_a_stream_that_has_said_everything_costs_nothing_once_its_listener_heard_it() -> None:
+    admission = _by_cost(0.25)
+    first, second = admission.acquire("piper", 1, 0.0), admission.acquire("piper", 1, 0.0)
+    assert not admission.fits("piper", 1, 1.0)
+    first.busy_until = 3.0  # all rendered: its listener hears the last of it at 3 s
+    assert not admission.fits("piper", 1, 2.9)
+    assert admission.fits("piper", 1, 3.0)
+    third = admission.acquire("piper", 1, 3.0)
+    assert admission.load(3.0) == pytest.approx(0.2) and admission.active == 3
+    for ticket in (first, second, third):
+        admission.release(ticket)
+
+
+def test_kokoro_is_counted_at_its_own_cost_and_runs_alone_when_dearer_than_the_capacity() -> None:
+    admission = _by_cost(1.7)
+    kokoro = admission.acquire("kokoro", 2, 0.0)
+    pipers = [admission.acquire("piper", 1, 0.0) for _ in range(7)]
+    assert not admission.fits("piper", 1, 0.0) and not admission.fits("kokoro", 2, 0.0)
+    small = _by_cost(0.5)
+    alone = small.acquire("kokoro", 2, 0.0)  # nothing else speaks: it may
+    assert not small.fits("piper", 1, 0.0)
+    for ticket in (kokoro, *pipers):
+        admission.release(ticket)
+    small.release(alone)
+
+
+def test_an_unpaced_stream_counts_as_a_whole_worker() -> None:
+    admission = _by_cost(1.7)
+    http = admission.acquire("piper", 1, 0.0, paced=False)
+    assert admission.load(0.0) == pytest.approx(1.0)
+    assert not admission.fits("piper", 1, 0.0, paced=False)
+    assert admission.fits("piper", 1, 0.0)
+    admission.release(http)
+
+
+def test_a_count_and_a_cost_limit_together_refuse_at_whichever_comes_first() -> None:
+    admission = Admission(AdmissionSettings(max_streams=2, capacity=1.0), costs=_costs)
+    a, b = admission.acquire("piper", 1, 0.0), admission.acquire("piper", 1, 0.0)
+    with pytest.raises(SessionError, match="limit of 2 active streams"):
+        admission.acquire("piper", 1, 0.0)
+    assert admission.limit == 2
+    admission.release(a)
+    admission.release(b)
+    assert Admission(AdmissionSettings(), costs=_costs).limit == 0  # no limit at all
+
+
+def test_a_context_counts_while_it_has_text_and_until_its_listener_heard_it() -> None:
+    admission = _by_cost(10.0)
+    session = _session(admission)
+    session.start("a", StartOptions(), 0.0)
+    (ticket,) = admission._tickets  # the session keeps its ticket current
+    assert ticket.busy_until == 0.0 + OPEN_GRACE_S  # nothing said yet
+    session.text("a", "Hello there, how are you today? ", 0.1)
+    assert ticket.busy_until == math.inf
+    session.close()
+    assert admission.active == 0

@@ -47,7 +47,7 @@ def test_a_kokoro_stream_holds_two_slots_and_gives_both_back(registry: VoiceRegi
     kokoro, piper = _session(registry, admission), _session(registry, admission)
     assert kokoro.start("k", StartOptions(voice=KOKORO), 0.0)
     assert _opened(_drain(kokoro)) == [KOKORO]
-    assert admission.active == 2 and admission.saturated
+    assert admission.active == 2 and admission.saturated(0.0)
     # The cap is full: a Piper stream, which needs one slot, is refused.
     assert not piper.start("p", StartOptions(voice="joe"), 0.0)
     (refused,) = _errors(_drain(piper))

@@ -60,6 +60,7 @@ class PlayoutBuffer:
         self._underruns = 0
         self._underrun_ms = 0.0
         self._longest_underrun_ms = 0.0
+        self._underrun_spans: list[tuple[float, float]] = []
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -81,6 +82,7 @@ class PlayoutBuffer:
             self._underruns += 1
             self._underrun_ms += gap_ms
             self._longest_underrun_ms = max(self._longest_underrun_ms, gap_ms)
+            self._underrun_spans.append((run_end_s, arrival_s))
             self._runs.append([arrival_s, duration_ms])
         else:
             run[1] += duration_ms
@@ -133,6 +135,11 @@ class PlayoutBuffer:
     @property
     def longest_underrun_ms(self) -> float:
         return self._longest_underrun_ms
+
+    @property
+    def underrun_spans(self) -> tuple[tuple[float, float], ...]:
+        """Each underrun's silence: from when the audio ran out to when the next chunk came."""
+        return tuple(self._underrun_spans)
 
     def played_ms(self, now_s: float) -> float:
         """Audio played by ``now_s``: what a client reports as ``played_ms`` when it barges in.

@@ -1,18 +1,29 @@
-"""How long jobs take, learnt as they run: the scheduler's deadlines subtract a job's cost.
+"""How long jobs take, learnt as they run: the scheduler's deadlines subtract a job's cost, and
+admission counts a speaking stream at what a second of its audio takes.
 
-Two rates suffice: the text stage costs a fixed part plus a part per character of text, and a
-render window costs per frame rendered, context frames included. Each rate is an exponentially
-weighted average of what jobs really took on this machine, starting from figures measured on the
-2-core dev machine (docs/benchmarks.md), so deadlines follow a slower or busier machine.
+Two rates suffice for a job: the text stage costs a fixed part plus a part per character of
+text, and a render window costs per frame rendered, context frames included. Each rate is an
+exponentially weighted average of what jobs really took on this machine, starting from figures
+measured on the 2-core dev machine (docs/benchmarks.md), so deadlines follow a slower or busier
+machine. ``audio_cost_s`` is the CPU time of all of a stream's jobs (its text stages, its
+windows, its leads and their takeovers) per second of the audio rendered, over the last minutes
+of audio: what one more speaking stream of the engine will take of the machine.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CostModel", "initial_costs"]
+__all__ = ["KOKORO_AUDIO_COST_S", "PIPER_AUDIO_COST_S", "CostModel", "initial_costs"]
+
+# CPU seconds a second of audio takes in the calls benchmark on the 2-core dev machine
+# (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro on one thread.
+PIPER_AUDIO_COST_S = 0.1
+KOKORO_AUDIO_COST_S = 1.0
 
 _WEIGHT = 0.1  # of each new observation in the running average
+_PRIOR_AUDIO_S = 30.0  # audio_cost_s starts as if measured over this much audio
+_AUDIO_MEMORY_S = 240.0  # ... and is measured over about this much: older audio weighs half
 
 
 @dataclass
@@ -26,6 +37,13 @@ class CostModel:
     # Whether a window after a stream's first may use every core when nothing else runs: an
     # engine that is not far faster than real time on one core needs it to keep up.
     wide_windows: bool = False
+    # CPU seconds a second of audio takes, every job of a stream included (measured with the
+    # calls benchmark; learnt from then on).
+    audio_cost_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        self._work_s = self.audio_cost_s * _PRIOR_AUDIO_S
+        self._audio_s = _PRIOR_AUDIO_S
 
     def prepare_s(self, chars: int) -> float:
         return self.prepare_fixed_s + self.prepare_per_char_s * chars
@@ -43,6 +61,16 @@ class CostModel:
             rate = seconds / (frames + self.context_frames)
             self.render_per_frame_s += _WEIGHT * (rate - self.render_per_frame_s)
 
+    def observe_work(self, seconds: float, audio_s: float = 0.0) -> None:
+        """A job took ``seconds`` of CPU and gave ``audio_s`` of audio (0 for a text stage):
+        updates ``audio_cost_s``."""
+        self._work_s += seconds
+        self._audio_s += audio_s
+        if self._audio_s > _AUDIO_MEMORY_S:
+            self._work_s /= 2
+            self._audio_s /= 2
+        self.audio_cost_s = self._work_s / self._audio_s
+
 
 def initial_costs(engine: str) -> CostModel:
     """A fresh model for ``engine``'s jobs, from its figures on the 2-core dev machine: each
@@ -57,5 +85,6 @@ def initial_costs(engine: str) -> CostModel:
             render_per_frame_s=0.009,
             context_frames=8,
             wide_windows=True,
+            audio_cost_s=KOKORO_AUDIO_COST_S,
         )
-    return CostModel()
+    return CostModel(audio_cost_s=PIPER_AUDIO_COST_S)

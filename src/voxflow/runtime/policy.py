@@ -9,11 +9,17 @@ take the engines' measured costs (``tests/simulation``).
 * ``next_job`` hands out the released job with the earliest deadline (``LaneQueue``): a stream
   about to run dry comes before one with audio in hand, a fresh stream's first window before
   later arrivals' text stages. A job that would run alone may use every core
-  (``SchedulerSettings.wide_threads``).
+  (``SchedulerSettings.wide_threads``). A job runs to its end once started, so while more
+  streams have work than there are workers, windows are kept to ``crowded_window_frames``: a
+  stream about to run dry, or a new one's first audio, then waits for a worker at most that
+  long. ``next_job(first_audio=True)`` hands out only the jobs of a stream's first audio (its
+  text stage and first window, as long as it has none in hand): what the scheduler's
+  first-audio workers run, beside the others and above them, so that a new stream's first
+  audio never waits for a worker on a busy machine.
 * ``prepared``, ``rendered`` and ``failed`` take a job's result and return the events for the
   stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it).
   Each result teaches the stream's engine cost model (``voxflow.runtime.costs``) how long such a
-  job takes, unless it came from the phrase cache.
+  job takes, and how much CPU a second of audio takes, unless it came from the phrase cache.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class SchedulingPolicy:
         self._settings = settings
         self._windows = settings.windows
         self._queue = LaneQueue()
+        self._first_audio = LaneQueue()  # the lanes of streams with no audio in hand, again
         self._ids = itertools.count(1)
         self.streams: dict[int, StreamState] = {}
         self.misses = 0  # windows that finished after their deadline
@@ -84,6 +91,7 @@ class SchedulingPolicy:
         stream.cancel()
         self.streams.pop(stream.id, None)
         self._queue.compact(len(self.streams))
+        self._first_audio.compact(len(self.streams))
 
     def cancel_all(self) -> None:
         for stream in self.streams.values():
@@ -100,27 +108,34 @@ class SchedulingPolicy:
                 continue
             timing = stream.timing(lane, work, now)
             self._queue.push(stream, lane, timing.release, timing.deadline, now)
+            if lane is Lane.MAIN and stream.fresh(now):
+                self._first_audio.push(stream, lane, timing.release, timing.deadline, now)
             queued = True
         return queued
 
     # -- what runs next --------------------------------------------------------------------------
 
-    def next_job(self, now: float, busy: int) -> tuple[StreamState, Job] | None:
+    def next_job(
+        self, now: float, busy: int, first_audio: bool = False
+    ) -> tuple[StreamState, Job] | None:
         """Start the released job with the earliest deadline (None: none is released). ``busy``:
-        how many workers are running a job now; one that would run alone may be wide."""
-        popped = self._queue.pop(now)
+        how many workers are running a job now; one that would run alone may be wide.
+        ``first_audio``: only a job on a stream's way to its first audio."""
+        popped = (self._first_audio if first_audio else self._queue).pop(now)
         if popped is None:
             return None
         stream, lane, work = popped
         stream.versions[lane] += 1
-        job = stream.take(lane, work, now)
+        crowded = len(self.streams) > self._settings.workers
+        cap = self._settings.crowded_window_frames if crowded else None
+        job = stream.take(lane, work, now, cap)
         if (job.playback_end is None or stream.costs.wide_windows) and self._alone(busy):
             job = replace(job, threads=self._settings.wide_threads)
         return stream, job
 
-    def next_release_s(self, now: float) -> float | None:
+    def next_release_s(self, now: float, first_audio: bool = False) -> float | None:
         """Seconds until a queued job that waits is released (None: none waits)."""
-        return self._queue.next_release_s(now)
+        return (self._first_audio if first_audio else self._queue).next_release_s(now)
 
     def ready_streams(self) -> int:
         return self._queue.ready_streams()
@@ -141,10 +156,14 @@ class SchedulingPolicy:
         compute_s: float,
         now: float,
         learn: bool = True,
+        cpu_s: float | None = None,
     ) -> list[SchedulerEvent]:
-        """A text stage finished; ``learn``: it was computed (not a cached phrase)."""
+        """A text stage finished in ``compute_s`` (``cpu_s`` of them on a core; None: all);
+        ``learn``: it was computed (not a cached phrase)."""
         if learn:
             stream.costs.observe_prepare(len(job.work.request.text), compute_s)
+            if not _wide(job):
+                stream.costs.observe_work(compute_s if cpu_s is None else cpu_s)
         return self.finish(stream, stream.prepared(job, utterance, compute_s), now)
 
     def rendered(
@@ -155,10 +174,17 @@ class SchedulingPolicy:
         compute_s: float,
         now: float,
         learn: bool = True,
+        cpu_s: float | None = None,
     ) -> list[SchedulerEvent]:
-        """A window finished; ``learn``: it was rendered (not cut from a cached phrase)."""
-        if learn and job.window is not None:
-            stream.costs.observe_render(job.window[1] - job.window[0], compute_s)
+        """A window finished in ``compute_s`` (``cpu_s`` of them on a core; None: all);
+        ``learn``: it was rendered (not cut from a cached phrase)."""
+        utterance = job.work.utterance
+        if learn and job.window is not None and utterance is not None:
+            frames = job.window[1] - job.window[0]
+            stream.costs.observe_render(frames, compute_s)
+            if not _wide(job):
+                audio_s = frames * utterance.samples_per_frame / utterance.sample_rate
+                stream.costs.observe_work(compute_s if cpu_s is None else cpu_s, audio_s)
         return self.finish(stream, stream.rendered(job, audio, compute_s, now), now)
 
     def failed(
@@ -178,3 +204,9 @@ class SchedulingPolicy:
         if not stream.cancelled:
             self.requeue(stream, now)
         return events
+
+
+def _wide(job: Job) -> bool:
+    """A job that used more than one core (alone on the machine): its thread's CPU time is not
+    all it took, so admission's cost does not learn from it."""
+    return job.threads is not None and job.threads > 1

@@ -140,6 +140,11 @@ class Scheduler:
         self._threads = [
             threading.Thread(target=self._work, name=f"voxflow-worker-{i}", daemon=True)
             for i in range(settings.workers)
+        ] + [
+            threading.Thread(
+                target=self._work_first_audio, name=f"voxflow-first-audio-{i}", daemon=True
+            )
+            for i in range(settings.first_audio_workers)
         ]
         for thread in self._threads:
             thread.start()
@@ -151,10 +156,18 @@ class Scheduler:
         if voice is not None and engine_name is not None:
             with contextlib.suppress(KeyError):  # an unknown voice fails in its job
                 name = engine_name(voice)
-        costs = self._costs.get(name)
+        return self._engine_costs(name)
+
+    def _engine_costs(self, engine: str) -> CostModel:
+        costs = self._costs.get(engine)
         if costs is None:
-            costs = self._costs.setdefault(name, initial_costs(name))
+            costs = self._costs.setdefault(engine, initial_costs(engine))
         return costs
+
+    def audio_cost(self, engine: str) -> float:
+        """CPU seconds a second of ``engine``'s audio takes (``CostModel.audio_cost_s``, as
+        learnt so far): what admission counts one of its speaking streams at. Any thread."""
+        return self._engine_costs(engine).audio_cost_s
 
     def trim_soon(self, collect: bool = False) -> None:
         """Return freed memory to the system once the workers are idle: for memory freed outside
@@ -163,7 +176,7 @@ class Scheduler:
         (``runtime.memory.collect_cycles``: a connection's tasks leave cycles behind)."""
         with self._cond:
             if self._upkeep.ask(self._clock(), collect):
-                self._cond.notify()
+                self._cond.notify_all()
 
     def open_stream(
         self, sink: Sink, paced: bool = True, burst_s: float = 0.0, voice: str | None = None
@@ -200,7 +213,7 @@ class Scheduler:
                 )
                 return
             self._background.append(task)
-            self._cond.notify()
+            self._cond.notify_all()
 
     def stats(self) -> SchedulerStats:
         with self._cond:
@@ -249,7 +262,7 @@ class Scheduler:
         (then queue it again), and wake a worker."""
         if not stream.cancelled and self._serve_from_memory(stream):
             self._policy.requeue(stream, self._clock())
-        self._cond.notify()
+        self._cond.notify_all()  # first-audio workers take only some jobs: wake every one
 
     def _serve_from_memory(self, stream: StreamState) -> bool:
         """Run a phrase's text stage and first window here, on the calling thread, when memory
@@ -296,20 +309,8 @@ class Scheduler:
             if self._stopping:
                 return None
             now = self._clock()
-            picked = self._policy.next_job(now, self._busy)
+            picked = self._next_job(now)
             if picked is not None:
-                stream, job = picked
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug(
-                        "stream %d %s %s tag %d window %s playback_end %s at %.3f",
-                        stream.id,
-                        job.lane.value,
-                        "prepare" if job.window is None else "render",
-                        job.work.request.tag,
-                        job.window,
-                        None if job.playback_end is None else f"{job.playback_end:.3f}",
-                        now,
-                    )
                 return picked
             if self._background and self._background_spare():
                 self._background_busy = True
@@ -322,6 +323,22 @@ class Scheduler:
                 if trim_in is not None:
                     wait = trim_in if wait is None else min(wait, trim_in)
             self._cond.wait(wait)
+
+    def _next_job(self, now: float, first_audio: bool = False) -> tuple[StreamState, Job] | None:
+        picked = self._policy.next_job(now, self._busy, first_audio)
+        if picked is not None and log.isEnabledFor(logging.DEBUG):
+            stream, job = picked
+            log.debug(
+                "stream %d %s %s tag %d window %s playback_end %s at %.3f",
+                stream.id,
+                job.lane.value,
+                "prepare" if job.window is None else "render",
+                job.work.request.tag,
+                job.window,
+                None if job.playback_end is None else f"{job.playback_end:.3f}",
+                now,
+            )
+        return picked
 
     def _background_spare(self) -> bool:
         """Whether a background task may run now: one at a time, and only while a worker stays
@@ -367,10 +384,29 @@ class Scheduler:
             stream, job = picked
             self._run_job(stream, job)
 
+    def _work_first_audio(self) -> None:
+        """A worker that runs only first-audio jobs (``SchedulingPolicy.next_job``), beside the
+        others and at a higher priority than theirs: on a busy machine a new stream's first
+        audio then shares a core at once instead of waiting for a window to end."""
+        lower_thread_priority(self._settings.first_audio_nice)
+        while True:
+            with self._cond:
+                picked = None
+                while picked is None and not self._stopping:
+                    now = self._clock()
+                    picked = self._next_job(now, first_audio=True)
+                    if picked is None:
+                        self._cond.wait(self._policy.next_release_s(now, first_audio=True))
+                if picked is None:
+                    return
+                self._busy += 1
+            self._run_job(*picked)
+
     def _run_job(self, stream: StreamState, job: Job) -> None:
         work = job.work
         request = work.request
         started = time.perf_counter()
+        cpu_started = time.thread_time()  # ONNX Runtime runs one-thread jobs on this thread
         error: Exception | None = None
         found: Lookup | None = None
         try:
@@ -392,6 +428,7 @@ class Scheduler:
             log.exception("synthesis job failed for stream %d", stream.id)
             error = failure
         elapsed = time.perf_counter() - started
+        cpu = time.thread_time() - cpu_started
         with self._cond:
             self._busy -= 1
             self._jobs_run += 1
@@ -403,14 +440,18 @@ class Scheduler:
                 if found is not None:
                     work.phrase = found.phrase
                     work.cache_key = found.key if found.admit else None
-                events = self._policy.prepared(stream, job, result, elapsed, now, found is None)
+                events = self._policy.prepared(
+                    stream, job, result, elapsed, now, learn=found is None, cpu_s=cpu
+                )
             else:
                 rendered = work.phrase is None
                 if rendered and self._cache is not None:
                     fill = record_window(self._cache, work, job.window, audio)
                     if fill is not None:
                         self._queue_background(fill)
-                events = self._policy.rendered(stream, job, audio, elapsed, now, rendered)
+                events = self._policy.rendered(
+                    stream, job, audio, elapsed, now, learn=rendered, cpu_s=cpu
+                )
             self._deliver(stream, events)
             self._served(stream)
             self._upkeep.job_done(self._clock())

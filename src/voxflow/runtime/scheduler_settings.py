@@ -13,12 +13,15 @@ __all__ = ["SchedulerSettings", "SchedulerStats"]
 class SchedulerSettings:
     workers: int = 2
     first_window_frames: int = 16
-    max_window_frames: int = 256
+    max_window_frames: int = 128
     max_lead_s: float = 20.0
     # When a fresh stream's first audio is due: the deadline that orders it against streams
     # that are playing (they come first only when they would run dry sooner). Under a burst of
     # new streams this is what their first audio may wait, so that no listener runs dry.
-    first_audio_s: float = 0.25
+    first_audio_s: float = 0.1
+    # Windows at most this large while more streams have work than there are workers: a job
+    # cannot be interrupted, and the next stream about to run dry waits for one to end.
+    crowded_window_frames: int = 128
     # How far ahead of playback a lead is rendered while its takeover is not prepared yet.
     lead_hold_s: float = 0.3
     # Threads a job on a fresh stream's way to its first audio may use when nothing else runs
@@ -27,18 +30,27 @@ class SchedulerSettings:
     # How much lower than the event loop's the workers' CPU priority is (a nice increment,
     # runtime.priority): the loop's refusals, health answers and sends never wait behind them.
     worker_nice: int = 5
+    # Workers besides, for the jobs of a stream's first audio only, at a priority between the
+    # loop's and the other workers' (runtime.policy): a new stream's first audio starts at once
+    # on a busy machine, taking a share of a core from the windows of streams with audio in hand.
+    first_audio_workers: int = 1
+    first_audio_nice: int = 2
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
         if not 1 <= self.first_window_frames <= self.max_window_frames:
             raise ValueError("need 1 <= first_window_frames <= max_window_frames")
+        if self.crowded_window_frames < 1:
+            raise ValueError("crowded_window_frames must be >= 1")
         if self.max_lead_s <= 0:
             raise ValueError("max_lead_s must be > 0")
         if self.first_audio_s < 0 or self.lead_hold_s <= 0:
             raise ValueError("first_audio_s must be >= 0 and lead_hold_s > 0")
-        if not 0 <= self.worker_nice <= 19:
-            raise ValueError("worker_nice must be within 0..19")
+        if not 0 <= self.worker_nice <= 19 or not 0 <= self.first_audio_nice <= 19:
+            raise ValueError("worker_nice and first_audio_nice must be within 0..19")
+        if self.first_audio_workers < 0:
+            raise ValueError("first_audio_workers must be >= 0")
 
     @property
     def windows(self) -> WindowPolicy:

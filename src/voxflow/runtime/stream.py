@@ -54,6 +54,12 @@ from voxflow.runtime.work import Job, Lane, Timing, Work
 # them from here, where they were defined before the lead rules and the types had modules.
 __all__ = ["LEAD_IN_FRAMES", "Job", "Lane", "StreamState", "Timing", "Work"]
 
+# How long before its lead would run out a takeover's text stage should be done: the takeover's
+# first window must follow, and on a loaded machine a job takes longer than alone.
+AHEAD_MARGIN_S = 0.1
+# A burst (what a client's decoder reads before it plays, ``burst_s``) goes out in one window
+# of up to this many frames (3 s on the bundled voice), larger than the window policy allows.
+BURST_MAX_FRAMES = 256
 TAIL_FRAMES = 2  # of the silence after an utterance's last word, what the seam joiner keeps
 # A phrase cache hit's first window (70 ms on the bundled voice): it costs nothing to cut, and
 # what the listener waits for is its resampling and encoding, which grow with its length. The
@@ -162,6 +168,10 @@ class StreamState:
             return None
         return follower
 
+    def fresh(self, now: float) -> bool:
+        """Whether the stream is on its way to first audio: it has none in hand."""
+        return self.fresh_since is not None or self.playback_end() is None
+
     def timing(self, lane: Lane, work: Work, now: float) -> Timing:
         end = self.playback_end()
         if lane is Lane.AHEAD:
@@ -169,7 +179,7 @@ class StreamState:
             left = 1.0 if lead.utterance is None else self._frames_s(lead, lead.end - lead.next)
             base = now if end is None or end < now else end
             cost = self._costs.prepare_s(len(work.request.text)) + self._costs.render_s(16)
-            return Timing(now, base + left - cost - 0.1)
+            return Timing(now, base + left - cost - AHEAD_MARGIN_S)
         if self.fresh_since is not None or end is None:
             anchor = self.fresh_since if self.fresh_since is not None else now
             return Timing(now, anchor + self._first_audio_s)
@@ -188,8 +198,9 @@ class StreamState:
                 release = max(release, end - LEAD_URGENT_S)
         return Timing(release, end - cost - 0.03)
 
-    def take(self, lane: Lane, work: Work, now: float) -> Job:
-        """Start the lane's job on ``work`` (it must be ``runnable``)."""
+    def take(self, lane: Lane, work: Work, now: float, max_frames: int | None = None) -> Job:
+        """Start the lane's job on ``work`` (it must be ``runnable``); ``max_frames``: a cap on
+        the window, below what the audio in hand would allow (the machine is shared)."""
         self.busy.add(lane)
         if work.utterance is None:
             work.preparing = True
@@ -198,6 +209,8 @@ class StreamState:
         size = self._policy.size(
             self.window, None if end is None else end - now, self._costs.render_s
         )
+        if max_frames is not None:
+            size = min(size, max(max_frames, self._policy.first_frames))
         limit = work.end
         if 0 < self.rendered_s < self._burst_s:
             # The rest of the burst in one window (after a small first one): the client's
@@ -355,10 +368,12 @@ class StreamState:
         self.audio_s += seconds
 
     def _frames_for(self, work: Work, seconds: float) -> int:
+        """Frames of ``work`` that hold ``seconds`` of audio (a burst: at most
+        ``BURST_MAX_FRAMES``, whatever the window policy's largest window)."""
         utterance = work.utterance
         assert utterance is not None
         frames = int(seconds * utterance.sample_rate / utterance.samples_per_frame) + 1
-        return min(self._policy.max_frames, frames)
+        return min(BURST_MAX_FRAMES, frames)
 
     def _frames_s(self, work: Work, frames: int) -> float:
         utterance = work.utterance

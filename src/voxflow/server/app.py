@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -98,11 +99,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
         if services is None:
             return JSONResponse({"status": "starting"}, status_code=503)
         admission = services.admission
-        streams = {"active_streams": admission.active, "stream_limit": admission.limit}
+        now = time.monotonic()  # the sessions' clock
+        streams: dict[str, object] = {
+            "active_streams": admission.active,
+            "stream_limit": admission.limit,
+        }
+        if admission.capacity:
+            streams["load"] = round(admission.load(now), 3)
+            streams["capacity"] = admission.capacity
         # A load balancer steers new work away from a replica that is full or leaving.
         if admission.draining:
             return JSONResponse({"status": "draining", **streams}, status_code=503)
-        if admission.saturated:
+        if admission.saturated(now):
             return JSONResponse({"status": "saturated", **streams}, status_code=503)
         warmup = services.warmup
         if warmup is not None and not warmup.finished:

@@ -1,32 +1,46 @@
-"""The server-wide cap on active streams, and the switch that stops admitting when draining.
+"""Which new streams the server admits: by what the speaking ones cost, or by a count.
 
 A stream is one open session context, whatever the protocol: an HTTP request, a native or
-ElevenLabs WebSocket context, a Wyoming request (as hosted TTS services count concurrency). The
-cap is what the machine sustains in real time: past it, a new stream would make every admitted
-stream late, so it is refused at once with a hint of when to retry, and the streams already
-admitted keep their latency. Sessions ask when they open a context and give the slot back when
-the context ends, however it ends.
+ElevenLabs WebSocket context, a Wyoming request. Past the limit a new stream is refused at once,
+with a hint of when to retry, so that the streams already admitted keep their latency and stay
+gapless. Sessions ask when they open a context and give its ticket back when the context ends,
+however it ends. Two limits, either or both:
 
-The cap counts slots: a stream of the Piper engine holds one, a Kokoro stream several
-(``kokoro_stream_slots``), since it costs that much more of the machine to keep in real time. A
-stream that needs more slots than the whole cap holds the whole cap, so it runs when nothing else
-does.
+* **by cost** (``capacity``, the default): a stream is counted at its engine's cost, the CPU
+  time one second of its audio takes (``costs``, learnt by the scheduler: about 0.1 s for the
+  bundled Piper voice, about ten times that for Kokoro), but only while it *speaks*: from its
+  opening until its listener has heard everything it was given (``Ticket.busy_until``), even
+  once its context has ended (``release(ticket, heard_until)``): its call is still speaking,
+  and its next turn follows. An idle context (all said and heard, waiting for its next turn)
+  costs nothing. A new stream is
+  admitted while the speaking streams' cost, its own included, stays within ``capacity``
+  CPU seconds a second (cores): the share of the machine that keeps every call gapless and
+  its first audio on time (``voxflow bench --calls``). A stream that is not paced (a whole-text HTTP
+  request renders as fast as a worker can) counts as a whole worker while it renders;
+* **by count** (``max_streams``): at most that many open streams, a Piper one holding one slot,
+  a Kokoro one ``slots``; one that needs more than the whole cap holds all of it.
 
-Everything runs on the event loop; no lock is needed.
+With neither, every stream is admitted.
+
+Pure: the time is passed in; everything runs on the event loop, so no lock is needed.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from voxflow.runtime.costs import PIPER_AUDIO_COST_S
 from voxflow.session.errors import SessionError
 
-__all__ = ["Admission", "AdmissionSettings", "Refusal"]
+__all__ = ["Admission", "AdmissionSettings", "Refusal", "Ticket"]
 
 log = logging.getLogger(__name__)
+
+UNPACED_COST = 1.0  # a stream rendered as fast as possible takes a whole worker
 
 
 class Refusal(enum.Enum):
@@ -36,14 +50,26 @@ class Refusal(enum.Enum):
 
 @dataclass(frozen=True)
 class AdmissionSettings:
-    max_streams: int
+    max_streams: int = 0  # open streams at most (0: no count)
+    capacity: float = 0.0  # CPU seconds a second the speaking streams may take (0: no limit)
     retry_after_s: float = 1.0  # the hint a refused client gets
 
     def __post_init__(self) -> None:
-        if self.max_streams < 1:
-            raise ValueError("max_streams must be >= 1")
+        if self.max_streams < 0 or self.capacity < 0:
+            raise ValueError("max_streams and capacity must be >= 0")
         if self.retry_after_s <= 0:
             raise ValueError("retry_after_s must be > 0")
+
+
+@dataclass(eq=False)
+class Ticket:
+    """An admitted stream. Its session keeps ``busy_until`` current: when the stream stops
+    speaking (``math.inf`` while it has text to say or audio to render)."""
+
+    engine: str
+    slots: int
+    paced: bool = True
+    busy_until: float = field(default=math.inf)
 
 
 class Admission:
@@ -51,60 +77,112 @@ class Admission:
         self,
         settings: AdmissionSettings,
         on_refused: Callable[[Refusal], None] = lambda _refusal: None,
+        costs: Callable[[str], float] = lambda _engine: PIPER_AUDIO_COST_S,
     ) -> None:
+        """``costs``: an engine's CPU seconds per second of audio (the scheduler's
+        ``audio_cost``)."""
         self._settings = settings
+        self._costs = costs
         self._on_refused = on_refused
-        self._active = 0
+        self._tickets: set[Ticket] = set()
+        self._heard: list[Ticket] = []  # released, but still heard (counted until busy_until)
+        self._slots = 0
         self._draining = False
 
     @property
     def active(self) -> int:
-        return self._active
+        """Streams admitted and not released (slots, when the limit counts them)."""
+        return self._slots if self._settings.max_streams else len(self._tickets)
 
     @property
     def limit(self) -> int:
-        return self._settings.max_streams
+        """How many Piper streams may be open at once: the count cap, or how many could speak
+        at once within the capacity, whichever is less (0: no limit)."""
+        limits = []
+        if self._settings.max_streams:
+            limits.append(self._settings.max_streams)
+        if self._settings.capacity:
+            limits.append(max(1, math.floor(self._settings.capacity / self._costs("piper"))))
+        return min(limits, default=0)
 
     @property
-    def saturated(self) -> bool:
-        return self._active >= self._settings.max_streams
+    def capacity(self) -> float:
+        return self._settings.capacity
 
     @property
     def draining(self) -> bool:
         return self._draining
 
-    def fits(self, slots: int) -> bool:
-        """Whether a stream of ``slots`` would be admitted now (asks, takes nothing)."""
-        slots = max(1, min(slots, self._settings.max_streams))
-        return not self._draining and self._active + slots <= self._settings.max_streams
+    def load(self, now: float) -> float:
+        """CPU seconds a second the streams speaking at ``now`` take."""
+        self._heard = [t for t in self._heard if t.busy_until > now]
+        speaking = [t for t in self._tickets if t.busy_until > now]
+        return sum(self._cost(t) for t in speaking + self._heard)
 
-    def acquire(self, slots: int = 1) -> int:
-        """Take ``slots`` for a new stream (at most the whole cap), or raise the
-        ``SessionError`` that refuses it; returns the slots taken, for ``release``."""
+    def saturated(self, now: float) -> bool:
+        """Whether a new Piper stream would be refused at ``now``."""
+        return not self._room("piper", 1, True, now)
+
+    def fits(self, engine: str, slots: int, now: float, paced: bool = True) -> bool:
+        """Whether a stream of ``engine`` would be admitted now (asks, takes nothing)."""
+        return not self._draining and self._room(engine, slots, paced, now)
+
+    def acquire(self, engine: str, slots: int, now: float, paced: bool = True) -> Ticket:
+        """Admit a new stream of ``engine`` (``slots``: what it holds of a count cap), or raise
+        the ``SessionError`` that refuses it."""
         if self._draining:
             self._on_refused(Refusal.DRAINING)
             raise SessionError("shutting_down", "the server is shutting down; try another one")
-        slots = max(1, min(slots, self._settings.max_streams))
-        if self._active + slots > self._settings.max_streams:
+        if not self._room(engine, slots, paced, now):
             self._on_refused(Refusal.SATURATED)
+            s = self._settings
+            what = (
+                f"its limit of {s.max_streams} active streams"
+                if s.max_streams and self._slots + self._held(slots) > s.max_streams
+                else "the limit of what its workers can speak without gaps"
+            )
             raise SessionError(
                 "concurrency_limited",
-                f"the server is at its limit of {self._settings.max_streams} active streams; "
-                f"retry in {self._settings.retry_after_s:g} s",
-                retry_after_ms=1000.0 * self._settings.retry_after_s,
+                f"the server is at {what}; retry in {s.retry_after_s:g} s",
+                retry_after_ms=1000.0 * s.retry_after_s,
             )
-        self._active += slots
-        return slots
+        ticket = Ticket(engine, self._held(slots), paced)
+        self._tickets.add(ticket)
+        self._slots += ticket.slots
+        return ticket
 
-    def release(self, slots: int = 1) -> None:
-        """Give back the slots of a stream that ended (what its ``acquire`` returned)."""
-        if self._active < slots:
+    def release(self, ticket: Ticket, heard_until: float | None = None) -> None:
+        """Give back the ticket of a stream that ended: at once, or, with ``heard_until``
+        (when its listener will have heard the last of it), its cost counts until then."""
+        if ticket not in self._tickets:
             # A release without its acquire would let one stream too many in, forever.
-            log.error("admission slot released twice")
-            self._active = 0
+            log.error("admission ticket released twice")
             return
-        self._active -= slots
+        self._tickets.remove(ticket)
+        self._slots -= ticket.slots
+        if heard_until is not None and self._settings.capacity:
+            ticket.busy_until = heard_until
+            self._heard.append(ticket)
 
     def drain(self) -> None:
         """Admit nothing more (shutting down); streams already admitted go on."""
         self._draining = True
+
+    def _held(self, slots: int) -> int:
+        if not self._settings.max_streams:
+            return 0
+        return max(1, min(slots, self._settings.max_streams))
+
+    def _cost(self, ticket: Ticket) -> float:
+        return self._costs(ticket.engine) if ticket.paced else UNPACED_COST
+
+    def _room(self, engine: str, slots: int, paced: bool, now: float) -> bool:
+        s = self._settings
+        if s.max_streams and self._slots + self._held(slots) > s.max_streams:
+            return False
+        if not s.capacity:
+            return True
+        cost = self._costs(engine) if paced else UNPACED_COST
+        load = self.load(now)
+        # A stream dearer than the whole capacity runs when nothing else speaks.
+        return load + cost <= s.capacity + 1e-9 or load == 0.0

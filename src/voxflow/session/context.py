@@ -20,6 +20,7 @@ then takes over from it, as at the start of a turn.
 from __future__ import annotations
 
 import enum
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -46,6 +47,10 @@ of MiB (its memory grows with the square of its input)."""
 DEFAULT_HURRY_MARGIN_S = 0.35
 """How long before its listener would run out of audio a context cuts a lead from the text that
 has arrived (``Context.hurry_at``)."""
+
+OPEN_GRACE_S = 5.0
+"""How long a context that has said nothing yet counts as speaking for admission: one opened
+for a turn gets its text within milliseconds, and a burst of them must not all look idle."""
 
 FIRST_PIECE_CHARS = 80
 """The first piece of a turn's first segment, when that segment must be cut into pieces at all
@@ -272,6 +277,15 @@ class Context:
         return SegmentRequest(
             piece.text.text, self.options.voice, settings, tag, lead=piece.lead, takeover=takeover
         )
+
+    def busy_until(self) -> float:
+        """Until when this context speaks (``Admission``): for ever while it has text to say or
+        audio to render, then until its listener has heard all of it; a context that has said
+        nothing counts for ``OPEN_GRACE_S`` after it opened."""
+        if self._pieces or self._queued or self.buffer.has_content:
+            return math.inf
+        runs_out = self.listener.runs_out_at()
+        return self.created_at + OPEN_GRACE_S if runs_out is None else runs_out
 
     @property
     def idle(self) -> bool:

@@ -94,11 +94,14 @@ class Services:
         )
         encoder_pool = EncoderPool(settings.worker_threads)
         admission = Admission(
-            AdmissionSettings(settings.stream_limit, settings.retry_after_s),
+            AdmissionSettings(
+                settings.max_streams, settings.stream_capacity, settings.retry_after_s
+            ),
+            costs=scheduler.audio_cost,
             on_refused=lambda refusal: metrics.count_rejected(refusal.value),
         )
         metrics.admitted_streams.set_function(lambda: admission.active)
-        metrics.stream_limit.set(admission.limit)
+        metrics.stream_limit.set_function(lambda: admission.limit)
         warmup = None
         if settings.warm_path is not None:
             if cache is None:

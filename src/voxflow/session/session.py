@@ -39,7 +39,7 @@ from voxflow.runtime.jobs import (
     SchedulerEvent,
     SegmentRequest,
 )
-from voxflow.session.admission import Admission
+from voxflow.session.admission import Admission, Ticket
 from voxflow.session.context import Context, ContextOptions, ContextState
 from voxflow.session.encoding import Encoded, EncodeJob
 from voxflow.session.errors import SessionError
@@ -95,6 +95,7 @@ def _notifies(
         try:
             return method(self, *args, **kwargs)
         finally:
+            self._refresh_tickets()
             if self.on_output is not None:
                 self.on_output()
 
@@ -112,7 +113,7 @@ class Session:
         self._admission = admission
         self._contexts: dict[str, Context] = {}
         self._by_serial: dict[int, Context] = {}
-        self._slots: dict[int, int] = {}  # admission slots each context holds, by serial
+        self._tickets: dict[int, Ticket] = {}  # each context's admission, by serial
         self._serials = itertools.count(1)
         self._outputs: list[Output] = []
         self.closed = False
@@ -272,7 +273,8 @@ class Session:
         events, finished = context.encoded(result, now)
         self._outputs.extend(events)
         if finished:
-            self._forget(context)
+            # Its listener goes on hearing it: admission counts it until then.
+            self._forget(context, context.listener.runs_out_at())
             self._outputs.append(DoneOut(context.id, context.metrics()))
 
     @_notifies
@@ -315,13 +317,14 @@ class Session:
                 f"at most {self._config.max_contexts} contexts may be open at once",
             )
         resolved = context_options(self._config, options, self._voices)
-        slots = 0
+        ticket = None
         if self._admission is not None:  # last: a refused option must not cost a slot
-            resolved, slots = self._admit(options, resolved)
+            resolved, ticket = self._admit(options, resolved, now)
         context = Context(cid, next(self._serials), resolved, now)
         self._contexts[cid] = context
         self._by_serial[context.serial] = context
-        self._slots[context.serial] = slots
+        if ticket is not None:
+            self._tickets[context.serial] = ticket
         self._outputs.append(
             OpenStream(
                 context.serial,
@@ -333,25 +336,29 @@ class Session:
         )
         return context
 
-    def _admit(self, options: StartOptions, resolved: ContextOptions) -> tuple[ContextOptions, int]:
-        """Take the stream's admission slots (a Kokoro voice's several); when they are not
-        free and the server names a fallback voice, speak with that one instead (which is no
-        refusal: the stream is served)."""
-        assert self._admission is not None
-        slots = self._slots_for(resolved.voice)
+    def _admit(
+        self, options: StartOptions, resolved: ContextOptions, now: float
+    ) -> tuple[ContextOptions, Ticket]:
+        """Admit the stream (``Admission``); when a Kokoro stream finds no room and the server
+        names a fallback voice, speak with that one instead (which is no refusal: the stream
+        is served)."""
+        admission = self._admission
+        assert admission is not None
+        engine = self._voices(resolved.voice).engine
         fallback = self._config.kokoro_fallback_voice
         if (
             fallback is not None
-            and self._voices(resolved.voice).engine == "kokoro"
-            and not self._admission.fits(slots)
+            and engine == "kokoro"
+            and not admission.fits(engine, self._slots_for(resolved.voice), now, options.paced)
         ):
             log.info("no room for a %s stream: speaking with %s", resolved.voice, fallback)
             resolved = context_options(self._config, replace(options, voice=fallback), self._voices)
-            slots = self._slots_for(resolved.voice)
-        return resolved, self._admission.acquire(slots)
+            engine = self._voices(resolved.voice).engine
+        slots = self._slots_for(resolved.voice)
+        return resolved, admission.acquire(engine, slots, now, options.paced)
 
     def _slots_for(self, voice: str) -> int:
-        """Admission slots a stream of ``voice`` holds (``SessionConfig.kokoro_slots``)."""
+        """What a stream of ``voice`` holds of a count cap (``SessionConfig.kokoro_slots``)."""
         return self._config.kokoro_slots if self._voices(voice).engine == "kokoro" else 1
 
     def _get(self, cid: str) -> Context:
@@ -360,11 +367,19 @@ class Session:
             raise SessionError("unknown_context", f"no open context {cid!r}")
         return context
 
-    def _forget(self, context: Context) -> None:
+    def _forget(self, context: Context, heard_until: float | None = None) -> None:
+        """Drop an ended context; ``heard_until``: when its listener will have heard all it
+        said (None: it was cut off)."""
         self._contexts.pop(context.id, None)
-        slots = self._slots.pop(context.serial, 0)
-        if self._by_serial.pop(context.serial, None) is not None and self._admission is not None:
-            self._admission.release(slots)
+        self._by_serial.pop(context.serial, None)
+        ticket = self._tickets.pop(context.serial, None)
+        if ticket is not None and self._admission is not None:
+            self._admission.release(ticket, heard_until)
+
+    def _refresh_tickets(self) -> None:
+        """Tell admission when each context stops speaking (it may have changed)."""
+        for serial, ticket in self._tickets.items():
+            ticket.busy_until = self._by_serial[serial].busy_until()
 
     def _submit(self, context: Context, requests: list[SegmentRequest]) -> None:
         self._outputs.extend(SubmitSegment(context.serial, request) for request in requests)

@@ -345,7 +345,7 @@ def test_waiting_text_is_bounded(services: Services) -> None:
 
 def test_a_full_server_refuses_the_turn_with_try_again_later(services: Services) -> None:
     admission = Admission(AdmissionSettings(max_streams=1))
-    admission.acquire()  # another connection's stream
+    admission.acquire("piper", 1, 0.0)  # another connection's stream
     harness = Harness(services, {}, admission)
     harness.send(type="Speak", text="No room.")
     message, close = _error_reply(harness)

@@ -46,6 +46,7 @@ class LevelResult:
     cpu_s: float | None
     rss_start_mib: float | None
     rss_peak_mib: float | None
+    client_cpu_s: float = 0.0  # what the benchmark itself used (it may share the machine)
 
     @property
     def admitted(self) -> tuple[TurnResult, ...]:
@@ -85,6 +86,12 @@ class LevelResult:
         return sum(t.gap_ms for t in self.admitted) / heard if heard else 0.0
 
     @property
+    def starved_gap_share(self) -> float:
+        """Gap time in LLM pauses (the text's, not the server's) per audio time heard."""
+        heard = sum(t.heard_ms for t in self.admitted)
+        return sum(t.starved_gap_ms for t in self.admitted) / heard if heard else 0.0
+
+    @property
     def longest_gap_ms(self) -> float:
         return max((t.longest_gap_ms for t in self.admitted), default=0.0)
 
@@ -121,14 +128,23 @@ class LevelResult:
             "ttfa_ms": self.ttfa_ms.as_dict(),
             "turns_with_gap": self.turns_with_gap,
             "gap_share": r(self.gap_share, 5),
+            "starved_gaps": sum(t.starved_gaps for t in self.admitted),
+            "starved_gap_share": r(self.starved_gap_share, 5),
             "longest_gap_ms": r(self.longest_gap_ms, 1),
             "refusal_ms": self.refusal_ms.as_dict(),
             "heard_s": r(self.heard_s, 1),
             "audio_s": r(self.audio_s, 1),
             "cpu_s": r(self.cpu_s, 2),
             "cpu_per_audio_s": r(self.cpu_per_audio_s, 4),
+            "client_cpu_s": r(self.client_cpu_s, 2),
             "rss_start_mib": r(self.rss_start_mib, 1),
             "rss_peak_mib": r(self.rss_peak_mib, 1),
+            "ttfa_ms_by_protocol": {
+                protocol: Distribution.of(
+                    t.ttfa_ms for t in self.admitted if t.protocol == protocol and t.ttfa_ms
+                ).as_dict()
+                for protocol in sorted({t.protocol for t in self.admitted})
+            },
             "worst_gaps": [
                 {"reply": t.reply, "protocol": t.protocol, "gap_ms": round(t.longest_gap_ms, 1)}
                 for t in self.worst_gaps()
@@ -193,6 +209,7 @@ async def run_level(
 
     before: ProcessSample | None = sample(pids)
     start = time.monotonic()
+    client_start = time.process_time()
     watcher = asyncio.create_task(watch_rss())
     try:
         async with asyncio.TaskGroup() as group:
@@ -216,4 +233,5 @@ async def run_level(
         cpu_s=cpu,
         rss_start_mib=None if before is None else before.rss_bytes / 2**20,
         rss_peak_mib=max(peak, default=None),
+        client_cpu_s=time.process_time() - client_start,
     )

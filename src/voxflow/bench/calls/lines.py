@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from wyoming.audio import AudioChunk
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
@@ -283,12 +283,19 @@ class _JsonLine:
 
     async def _begin(self, turn: str, first: dict[str, Any] | None) -> tuple[float, Any]:
         queue = self.queues.new(turn)
+        started = time.monotonic()
         try:
             await self._connected()
+        except InvalidStatus as error:
+            self.queues.by_turn.pop(turn, None)
+            at = time.monotonic()
+            full = error.response.status_code == 429  # refused at the handshake (Deepgram)
+            queue.put_nowait(Refused(at) if full else Failed(at, f"cannot connect: {error}"))
+            return started, queue
         except (OSError, TimeoutError, InvalidHandshake) as error:
             self.queues.by_turn.pop(turn, None)
             queue.put_nowait(Failed(time.monotonic(), f"cannot connect: {error}"))
-            return time.monotonic(), queue
+            return started, queue
         at = time.monotonic() if first is None else await self._send(first)
         return at, queue
 

@@ -89,6 +89,7 @@ class TurnPlan:
     barge_in_after_s: float | None  # audio heard before the caller barges in (None: never)
     caller_speech_s: float  # the caller speaks this long after the turn, before the next one
     llm_pause_s: float  # the mid-reply pause this turn has (0: none)
+    pause_after: int = -1  # the token the pause follows (-1: none)
 
     @property
     def text(self) -> str:
@@ -133,7 +134,7 @@ class CallScript:
         if rng.random() < p.barge_in_share:
             barge = rng.uniform(*p.barge_in_after_s)
         speech = rng.uniform(*p.caller_speech_s)
-        return TurnPlan(reply, tuple(tokens), barge, speech, pause_s)
+        return TurnPlan(reply, tuple(tokens), barge, speech, pause_s, pause_after)
 
     def start_at(self, ready_s: float) -> float:
         """When a turn that may start from ``ready_s`` (seconds into the level) starts: then,

@@ -20,6 +20,7 @@ _HEADER = (
     "turns w/ gap",
     "gap/audio",
     "longest gap",
+    "in LLM pauses",
     "refusal max",
     "CPU s/audio s",
     "RSS peak MiB",
@@ -45,6 +46,7 @@ def _row(level: LevelResult, kept: bool) -> list[str]:
         f"{level.turns_with_gap} of {admitted}",
         f"{100 * level.gap_share:.2f}%",
         _ms(level.longest_gap_ms),
+        f"{100 * level.starved_gap_share:.2f}%",
         _ms(level.refusal_ms.max, 1),
         _ms(level.cpu_per_audio_s, 3),
         _ms(level.rss_peak_mib),
@@ -71,7 +73,7 @@ def format_calls(report: CallsReport) -> str:
         f"{p.caller_speech_s[1]:g} s; {100 * p.barge_in_share:.0f}% of turns barged in; "
         f"{100 * p.llm_pause_share:.0f}% pause mid-reply; burstiness {p.burstiness:g}",
         "audio played at real time from its first chunk, no client buffer; TTFA in ms from the "
-        "first token",
+        "first token; gaps in an LLM pause (the listener had heard all the text) counted apart",
         f"service level: TTFA p95 <= {goal.ttfa_p95_ms:g} ms, gaps <= {100 * goal.gap_share:g}% "
         f"of audio, at most {goal.refusals} refusals",
         "",

@@ -5,6 +5,10 @@ first chunk with no client buffer (``PlayoutBuffer(0)``), as Pipecat and LiveKit
 service's frames: any chunk that arrives after the audio before it has finished playing is a
 gap the listener hears. A barged-in turn stops at the plan's moment; a finished one lasts until
 its audio has played out. First audio is timed from the first token's send.
+
+A gap that falls in a pause of the LLM (from the token before the pause until
+``PAUSE_ALLOWANCE_S`` after the token that ends it) is the text's, not the server's: the
+listener had heard everything sent so far. It is counted apart (``starved``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from voxflow.client.playout import PlayoutBuffer
 __all__ = ["TurnResult", "run_turn"]
 
 _BARGE_POLL_S = 0.02
+# After an LLM pause, the time the text that ends it needs to become audio: its first segment
+# (a lead: a few tokens) and that segment's first window.
+PAUSE_ALLOWANCE_S = 0.3
 _AFTER_BARGE_S = 2.0  # how long events of a barged turn are still awaited (then dropped)
 
 
@@ -34,9 +41,11 @@ class TurnResult:
     ttfa_ms: float | None = None  # first audio after the first token
     audio_ms: float = 0.0  # received
     heard_ms: float = 0.0  # played to the listener (all of it, or up to the barge-in)
-    gaps: int = 0
+    gaps: int = 0  # gaps the server is answerable for
     gap_ms: float = 0.0
     longest_gap_ms: float = 0.0
+    starved_gaps: int = 0  # gaps in an LLM pause: the listener had heard all the text sent
+    starved_gap_ms: float = 0.0
     refusal_ms: float | None = None  # how long the refusal took
     ended_at: float = 0.0  # its audio finished playing, or it was stopped
 
@@ -121,13 +130,26 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
     ttfa = None
     if first_audio is not None and sent:
         ttfa = 1000.0 * (first_audio - sent[0])
+    pause = None
+    if 0 <= plan.pause_after < len(sent) - 1:
+        pause = (sent[plan.pause_after], sent[plan.pause_after + 1] + PAUSE_ALLOWANCE_S)
+    ours = [
+        (a, b) for a, b in player.underrun_spans if pause is None or not _overlap((a, b), pause)
+    ]
+    starved = [span for span in player.underrun_spans if span not in ours]
     return result(
         outcome,
         ttfa_ms=ttfa,
         audio_ms=stats.received_ms,
         heard_ms=heard,
-        gaps=stats.underruns,
-        gap_ms=stats.underrun_ms,
-        longest_gap_ms=stats.longest_underrun_ms,
+        gaps=len(ours),
+        gap_ms=1000.0 * sum(b - a for a, b in ours),
+        longest_gap_ms=1000.0 * max((b - a for a, b in ours), default=0.0),
+        starved_gaps=len(starved),
+        starved_gap_ms=1000.0 * sum(b - a for a, b in starved),
         ended_at=ended,
     )
+
+
+def _overlap(span: tuple[float, float], window: tuple[float, float]) -> bool:
+    return span[0] < window[1] and span[1] > window[0]

@@ -12,6 +12,7 @@ its handshake and the ``Metadata`` message before anything else.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -39,10 +40,10 @@ def _admit(services: Services, websocket: WebSocket) -> SpeakOptions:
     """The connection's options, or the ``SessionError`` that refuses it at the handshake."""
     speech = parse_speak_query(services, websocket.query_params, websocket=True)
     # Deepgram refuses a connection over its concurrency limit at the handshake (429). A
-    # stream slot is taken by each turn, not the connection; taking one and giving it back
+    # stream is admitted for each turn, not the connection; admitting one and giving it back
     # refuses (and counts) a connection that could not speak now, with the usual retry hint.
-    services.admission.acquire()
-    services.admission.release()
+    engine = services.registry.get(speech.voice).engine
+    services.admission.release(services.admission.acquire(engine, 1, time.monotonic()))
     return speech
 
 
