@@ -42,7 +42,11 @@ class ServerSettings:
     workers: int = 0  # 0: one per core
     max_contexts_per_connection: int = 16
     max_message_chars: int = 10_000
-    outbound_queue: int = 512  # client events buffered per connection before it counts as stalled
+    # Bytes of client events queued on a connection (its audio as it goes on the wire) above
+    # which its streams stop rendering until the client has read them: what a client that reads
+    # slowly, or not at all, costs the server (session.driver). One that reads nothing is closed
+    # by the write timeout.
+    outbound_bytes: int = 1 << 20
     write_timeout_s: float = 10.0  # a send that takes longer closes the connection
     idle_flush_s: float | None = None  # flush buffered text after this much silence
     max_lead_s: float = 20.0  # a stream this far ahead of its client's playback waits
@@ -198,6 +202,7 @@ class ServerSettings:
             "wyoming_max_line_bytes",
             "wyoming_max_data_bytes",
             "wyoming_max_payload_bytes",
+            "outbound_bytes",
         )
         for name in positive:
             if getattr(self, name) <= 0:

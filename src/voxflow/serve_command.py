@@ -219,6 +219,7 @@ _LIMIT_FLAGS = (
     ("--max-body-bytes", "max_body_bytes", int, "413 a larger request body"),
     ("--max-connections", "max_connections", int, "open connections (0: from the fd limit)"),
     ("--health-reserve", "health_reserve", int, "connections past the cap for health checks"),
+    ("--outbound-bytes", "outbound_bytes", int, "bytes queued to a client before it is waited for"),
 )
 
 

@@ -75,6 +75,50 @@ def test_each_gap_counts_once() -> None:
     assert stats.received_ms == pytest.approx(400.0)
 
 
+def test_each_underrun_is_a_span_of_silence() -> None:
+    buffer = PlayoutBuffer(start_buffer_ms=0)
+    buffer.add(1.0, 100)  # plays 1.0 .. 1.1
+    buffer.add(1.3, 50)  # silent 1.1 .. 1.3, plays 1.3 .. 1.35
+    buffer.add(1.32, 100)  # in time: plays 1.35 .. 1.45
+    buffer.add(2.0, 100)  # silent 1.45 .. 2.0
+    spans = buffer.underrun_spans
+    assert len(spans) == 2
+    assert spans[0] == pytest.approx((1.1, 1.3))
+    assert spans[1] == pytest.approx((1.45, 2.0))
+    assert buffer.longest_underrun_ms == pytest.approx(550.0)
+    assert buffer.stats().longest_underrun_ms == pytest.approx(550.0)
+    assert buffer.stats().as_dict()["longest_underrun_ms"] == pytest.approx(550.0)
+
+
+def test_no_underrun_no_spans() -> None:
+    buffer = PlayoutBuffer(start_buffer_ms=150)
+    assert buffer.underrun_spans == ()
+    assert buffer.longest_underrun_ms == 0.0
+    buffer.add(0.0, 100)
+    buffer.add(5.0, 100)  # slow, but before playback began: waiting to start is not silence
+    buffer.add(5.1, 100)
+    assert buffer.underrun_spans == ()
+    assert buffer.longest_underrun_ms == 0.0
+
+
+def test_the_longest_underrun_is_kept_when_shorter_ones_follow() -> None:
+    buffer = PlayoutBuffer(start_buffer_ms=0)
+    buffer.add(0.0, 100)
+    buffer.add(0.5, 100)  # 400 ms
+    buffer.add(0.7, 100)  # 100 ms
+    assert buffer.longest_underrun_ms == pytest.approx(400.0)
+    assert [round(1000 * (end - start)) for start, end in buffer.underrun_spans] == [400, 100]
+
+
+def test_underrun_spans_are_a_copy() -> None:
+    buffer = PlayoutBuffer(start_buffer_ms=0)
+    buffer.add(0.0, 100)
+    buffer.add(0.5, 100)
+    before = buffer.underrun_spans
+    buffer.add(1.0, 100)
+    assert len(before) == 1 and len(buffer.underrun_spans) == 2
+
+
 def test_a_chunk_landing_as_the_audio_runs_out_is_on_time() -> None:
     buffer = PlayoutBuffer(start_buffer_ms=0)
     buffer.add(0.0, 250)
@@ -148,6 +192,14 @@ def test_schedule_invariants(start_ms: float, chunks: list[tuple[float, float]])
     assert buffer.received_ms == pytest.approx(total)
     assert buffer.underrun_ms >= 0
     assert (buffer.underruns == 0) == (buffer.underrun_ms == 0)
+    # The spans are the underruns: one each, in time order, summing to the silence.
+    spans = buffer.underrun_spans
+    assert len(spans) == buffer.underruns
+    assert all(start < end for start, end in spans)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    silences = [1000 * (end - start) for start, end in spans]
+    assert sum(silences) == pytest.approx(buffer.underrun_ms, abs=1e-6)
+    assert buffer.longest_underrun_ms == pytest.approx(max(silences, default=0.0), abs=1e-6)
     started, finished = buffer.started_at, buffer.finish_at
     if total == 0:
         return

@@ -22,7 +22,7 @@ import pytest
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
-from voxflow.session.driver import SessionDriver
+from voxflow.session.driver import STALL_FACTOR, SessionDriver
 from voxflow.session.encoder_pool import EncoderPool
 from voxflow.session.metrics import ServerMetrics
 from voxflow.session.runner import (
@@ -84,10 +84,11 @@ async def _ignore_cancels(release: asyncio.Event, cancelled: asyncio.Event) -> N
 class FakeTransport:
     """Frames in through a queue; every way a socket can misbehave, on demand.
 
-    ``block_send_at``/``fail_send_at``: the 1-based send call from which sends block forever
-    (honouring a cancel) or raise ``send_error`` (once ``fail_now`` is set, so that a test
-    sees the connection mid-stream first). ``stubborn_receive_at``: the receive call from
-    which receive ignores cancels until ``release`` is set. ``close_mode``: what ``close`` does.
+    ``block_send_at``/``fail_send_at``: the 1-based send call from which sends block until
+    ``unblock`` is set (honouring a cancel; a peer that does not read) or raise ``send_error``
+    (once ``fail_now`` is set, so that a test sees the connection mid-stream first).
+    ``stubborn_receive_at``: the receive call from which receive ignores cancels until
+    ``release`` is set. ``close_mode``: what ``close`` does.
     """
 
     def __init__(
@@ -117,6 +118,7 @@ class FakeTransport:
         self.receive_cancelled = asyncio.Event()  # a stubborn receive swallowed a cancel
         self.close_cancelled = asyncio.Event()  # a stubborn close swallowed a cancel
         self.fail_now = asyncio.Event()
+        self.unblock = asyncio.Event()  # the blocked peer starts reading
         # What ``probe`` saw when the first send began: the work under way mid-stream, taken
         # before any write timeout can end the connection.
         self.probe: Callable[[], tuple[int, float | None]] | None = None
@@ -159,7 +161,7 @@ class FakeTransport:
             raise self.send_error
         if self.block_send_at is not None and self.send_calls >= self.block_send_at:
             self.send_blocked.set()
-            await asyncio.Event().wait()  # a peer that never reads: this send never completes
+            await self.unblock.wait()  # a peer that does not read: this send does not complete
         await asyncio.sleep(0)  # a real send yields to the loop
         self.sent.append(frame)
 
@@ -262,14 +264,16 @@ async def _connect(
     transport: FakeTransport,
     *,
     settings: RunnerSettings | None = None,
-    queue_size: int = 512,
+    outbox_bytes: int = 1 << 20,
     protocol: Callable[[Session, Callable[[], float]], NativeProtocol] | None = None,
 ) -> Connection:
     """A driver, a protocol and the runner's task over ``transport`` (on the running loop)."""
     tasks_before = asyncio.all_tasks()
     metrics = ServerMetrics()
     session = Session(SessionConfig(default_voice="joe"), VoiceRegistry().get)
-    driver = SessionDriver(session, scheduler, metrics, queue_size=queue_size, encoder_pool=pool)
+    driver = SessionDriver(
+        session, scheduler, metrics, outbox_bytes=outbox_bytes, encoder_pool=pool
+    )
     made = (protocol or (lambda s, clock: NativeProtocol(s, clock, binary=False)))(
         session, driver.now
     )
@@ -384,14 +388,15 @@ def test_a_full_outbox_closes_with_the_stall_close(
 ) -> None:
     async def scenario() -> None:
         # The first send never completes and the write timeout is far away: only the outbox
-        # (2 events) filling up can tell that the client stopped reading.
+        # (200 bytes, stalled at four times that) filling up can tell that the client stopped
+        # reading.
         transport = FakeTransport(block_send_at=1)
         connection = await _connect(
             scheduler,
             encoder_pool,
             transport,
             settings=RunnerSettings(write_timeout_s=600.0),
-            queue_size=2,
+            outbox_bytes=200,
         )
         if events == "audio":
             await _stream(connection)
@@ -408,6 +413,41 @@ def test_a_full_outbox_closes_with_the_stall_close(
         _run(scenario())
     assert "client is not reading" in caplog.text
     assert "closing a client that stopped reading" in caplog.text
+
+
+def test_a_full_outbox_holds_the_rendering_until_the_client_reads_again(
+    scheduler: Scheduler, encoder_pool: EncoderPool
+) -> None:
+    async def scenario() -> None:
+        transport = FakeTransport(block_send_at=1)
+        connection = await _connect(
+            scheduler,
+            encoder_pool,
+            transport,
+            settings=RunnerSettings(write_timeout_s=600.0),
+            outbox_bytes=20_000,
+        )
+        await _stream(connection)  # about 40 s of speech: megabytes, rendered far ahead
+        outbox = connection.driver.outbound
+        await _until(lambda: outbox.full)
+        # The stream is held: what was in flight lands, then nothing more is rendered.
+        await _until(lambda: scheduler.stats().busy_workers == 0)
+        jobs = scheduler.stats().jobs_run
+        await asyncio.sleep(0.5)
+        assert scheduler.stats().jobs_run == jobs
+        assert 20_000 < outbox.bytes <= STALL_FACTOR * 20_000
+        assert not connection.driver.stalled.is_set()
+        # The client reads again: the rest is rendered and sent, to its end.
+        transport.unblock.set()
+        transport.push(type="end", context_id="a")
+        await _until(lambda: any(f for f in transport.sent if '"done"' in str(f)))
+        assert scheduler.stats().jobs_run > jobs
+        assert not connection.driver.stalled.is_set()
+        transport.vanish()
+        assert await connection.finished()
+        connection.assert_ended_cleanly()
+
+    _run(scenario())
 
 
 @pytest.mark.parametrize("close_mode", ["block", "peer_gone"])

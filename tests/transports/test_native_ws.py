@@ -211,7 +211,7 @@ def test_a_client_that_stops_reading_is_closed(server_factory: Any) -> None:
     # No lead cap: render far ahead, so what is rendered soon exceeds every buffer between the
     # server and a client that reads nothing (LONG * 24 is ~200 s of audio, ~25 MB as base64
     # PCM at 48 kHz; the kernel and the client library together hold a few MB).
-    with server_factory(outbound_queue=8, write_timeout_s=0.5, max_lead_s=600.0) as url:
+    with server_factory(outbound_bytes=64 << 10, write_timeout_s=0.5, max_lead_s=600.0) as url:
         sock = socket.socket()
         # A tiny receive window makes the server's sends block once a few chunks are in flight.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

@@ -98,6 +98,13 @@ class SchedulingPolicy:
             stream.cancel()
         self.streams.clear()
 
+    def hold(self, stream: StreamState, held: bool, now: float) -> None:
+        """Stop handing out ``stream``'s jobs (its owner has all it can take for now), or go
+        on. A job of it already running finishes."""
+        stream.held = held
+        if not held and not stream.cancelled:
+            self.requeue(stream, now)
+
     def requeue(self, stream: StreamState, now: float) -> bool:
         """(Re)queue each lane of ``stream`` that has a job to run; True if one was queued."""
         queued = False

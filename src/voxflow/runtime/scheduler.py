@@ -109,6 +109,10 @@ class StreamHandle:
     def cancel(self) -> None:
         self._scheduler._cancel(self._stream)
 
+    def hold(self, held: bool) -> None:
+        """Render nothing more for now (True), or go on (False): its owner's buffers are full."""
+        self._scheduler._hold(self._stream, held)
+
 
 class Scheduler:
     """Worker threads running prepare/render jobs, earliest deadline first."""
@@ -254,6 +258,12 @@ class Scheduler:
     def _cancel(self, stream: StreamState) -> None:
         with self._cond:
             self._policy.cancel(stream)
+
+    def _hold(self, stream: StreamState, held: bool) -> None:
+        with self._cond:
+            self._policy.hold(stream, held, self._clock())
+            if not held:
+                self._served(stream)
 
     # -- internals (lock held) -------------------------------------------------------------------
 

@@ -100,6 +100,7 @@ class StreamState:
         self.busy: set[Lane] = set()
         self.versions = {Lane.MAIN: 0, Lane.AHEAD: 0}  # invalidates queued heap entries
         self.cancelled = False
+        self.held = False  # its owner asked it to render nothing for now (a full outbox)
         self.input_closed = False
         self.drained_sent = False
         self.fresh_since: float | None = None
@@ -146,7 +147,7 @@ class StreamState:
 
     def runnable(self, lane: Lane) -> Work | None:
         """The work the lane would run next, or None."""
-        if self.cancelled or lane in self.busy or not self.works:
+        if self.cancelled or self.held or lane in self.busy or not self.works:
             return None
         head = self.works[0]
         if lane is Lane.MAIN:

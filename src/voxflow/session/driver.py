@@ -8,8 +8,12 @@ Every transport connection owns one driver. The driver
   feeds them to the session;
 * runs the session's encoder steps on a thread pool (``EncodeLanes``), each stream's in order,
   and feeds their results to the session;
-* puts client events on a bounded queue that the transport's writer drains; when the queue is full
-  the client is not reading, and the driver marks itself ``stalled`` so the transport can close it;
+* puts client events on a queue that the transport's writer drains, bounded in bytes: above
+  ``outbox_bytes`` the connection's streams stop rendering (``StreamHandle.hold``) until the
+  client has read half of it, so a client that reads slowly (a player reading an HTTP answer at
+  playback speed) paces its own rendering, and one that stops reading costs no more than that;
+  past ``STALL_FACTOR`` times it (what was already in flight when the streams stopped) the
+  driver marks itself ``stalled`` so the transport can close it;
 * runs the idle-flush timer.
 
 The session calls ``dispatch`` itself after every call (``Session.on_output``), so protocols
@@ -52,39 +56,81 @@ from voxflow.session.session import Session
 log = logging.getLogger(__name__)
 
 
-class Outbox:
-    """A bounded FIFO of client events that can drop a cancelled context's queued audio."""
+# What a connection may hold past its outbox's size before it counts as not reading: the
+# windows its streams had in flight when they were held.
+STALL_FACTOR = 4
+_EVENT_BYTES = 256  # an event without audio, as it goes on the wire (about)
+_WORD_BYTES = 96  # a word's timing
 
-    def __init__(self, size: int | None) -> None:
-        self._items: deque[ClientEvent] = deque()
+
+def wire_bytes(event: ClientEvent) -> int:
+    """About what ``event`` takes on the wire: audio as base64 (the JSON protocols' form, the
+    largest), a word timing as a JSON object."""
+    if isinstance(event, AudioOut):
+        return (len(event.data) + 2) // 3 * 4 + _EVENT_BYTES
+    if isinstance(event, TimestampsOut):
+        return _WORD_BYTES * len(event.words) + _EVENT_BYTES
+    return _EVENT_BYTES
+
+
+class Outbox:
+    """A FIFO of client events bounded in bytes (``wire_bytes``) that can drop a cancelled
+    context's queued audio. ``on_full(True)`` once it holds more than ``size`` bytes, and
+    ``on_full(False)`` once it is down to half that again."""
+
+    def __init__(self, size: int, on_full: Callable[[bool], None] = lambda _full: None) -> None:
+        self._items: deque[tuple[ClientEvent, int]] = deque()
         self._size = size
+        self._on_full = on_full
+        self._full = False
+        self.bytes = 0
         self._ready = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def full(self) -> bool:
+        return self._full
+
     def put(self, event: ClientEvent) -> bool:
-        """Queue ``event``; False (and nothing queued) when full. With no size it is never
-        full: a one-shot request's text bounds what it can queue."""
-        if self._size is not None and len(self._items) >= self._size:
+        """Queue ``event``; False (and nothing queued) past ``STALL_FACTOR`` times its size:
+        the client does not read."""
+        size = wire_bytes(event)
+        if self.bytes + size > STALL_FACTOR * self._size:
             return False
-        self._items.append(event)
+        self._items.append((event, size))
+        self.bytes += size
         self._ready.set()
+        self._check()
         return True
 
     def purge(self, context_id: str) -> None:
         """Drop queued audio and timestamps of ``context_id``: its client will never play them."""
         self._items = deque(
-            e
-            for e in self._items
+            (e, n)
+            for e, n in self._items
             if not (isinstance(e, AudioOut | TimestampsOut) and e.context_id == context_id)
         )
+        self.bytes = sum(n for _, n in self._items)
+        self._check()
 
     async def get(self) -> ClientEvent:
         while not self._items:
             self._ready.clear()
             await self._ready.wait()
-        return self._items.popleft()
+        event, size = self._items.popleft()
+        self.bytes -= size
+        self._check()
+        return event
+
+    def _check(self) -> None:
+        if not self._full and self.bytes > self._size:
+            self._full = True
+            self._on_full(True)
+        elif self._full and self.bytes <= self._size // 2:
+            self._full = False
+            self._on_full(False)
 
 
 class SessionDriver:
@@ -93,7 +139,7 @@ class SessionDriver:
         session: Session,
         scheduler: Scheduler,
         metrics: ServerMetrics,
-        queue_size: int | None = 512,
+        outbox_bytes: int = 1 << 20,
         clock: Callable[[], float] = time.monotonic,
         encoder_pool: Executor | None = None,
         protocol: str = "native",
@@ -107,7 +153,7 @@ class SessionDriver:
         self._streams: dict[int, StreamHandle] = {}
         self._encoding = EncodeLanes(self._loop, encoder_pool, self._on_encoded)
         self._last_audio: dict[str, float] = {}
-        self.outbound = Outbox(queue_size)
+        self.outbound = Outbox(outbox_bytes, self._hold_streams)
         self.stalled = asyncio.Event()
         self._wake = asyncio.Event()
         self._timer = asyncio.create_task(self._idle_flush_loop(), name="voxflow-idle-flush")
@@ -122,12 +168,15 @@ class SessionDriver:
         for output in self.session.drain():
             if isinstance(output, OpenStream):
                 serial = output.serial
-                self._streams[serial] = self._scheduler.open_stream(
+                handle = self._scheduler.open_stream(
                     self._sink(serial),
                     paced=output.paced,
                     burst_s=output.burst_s,
                     voice=output.voice or None,
                 )
+                if self.outbound.full:
+                    handle.hold(True)
+                self._streams[serial] = handle
                 self._metrics.active_contexts.inc()
                 self._metrics.streams.labels(
                     self._protocol, output.output_format, output.voice
@@ -149,6 +198,12 @@ class SessionDriver:
             else:
                 self._emit(output)
         self._wake.set()
+
+    def _hold_streams(self, full: bool) -> None:
+        """The outbox filled up (or has room again): hold this connection's streams (or let
+        them go on)."""
+        for stream in self._streams.values():
+            stream.hold(full)
 
     def _prefetch(self, request: SegmentRequest) -> None:
         # Its outcome is the cache's business: a failure is logged by the scheduler, and the
@@ -176,7 +231,11 @@ class SessionDriver:
         if self.stalled.is_set():
             return
         if not self.outbound.put(event):
-            log.warning("client is not reading; %d events queued", len(self.outbound))
+            log.warning(
+                "client is not reading; %d events (%d bytes) queued",
+                len(self.outbound),
+                self.outbound.bytes,
+            )
             self.stalled.set()
 
     def sent(self, event: ClientEvent) -> CancelledOut | None:

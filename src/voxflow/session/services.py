@@ -154,27 +154,22 @@ class Services:
 
     def new_driver(self, protocol: str, config: SessionConfig | None = None) -> SessionDriver:
         """A session and its driver for one connection of ``protocol`` (on the event loop)."""
-        return self._driver(protocol, config, self.settings.outbound_queue)
+        return self._driver(protocol, config)
 
     def new_request_driver(self, protocol: str) -> SessionDriver:
         """A session and its driver for one HTTP request (call on the event loop).
 
-        Its outbox has no count limit: a request renders unpaced, as fast as the workers allow,
-        and a client may read slower than that (a player reading at playback speed) without
-        being a client that stopped reading; its one text, at most ``max_message_chars``, bounds
-        what it can queue. A client that stops reading is closed by the write timeout.
-        """
-        return self._driver(protocol, None, None)
+        A request renders unpaced, as fast as the workers allow, until its outbox holds
+        ``outbound_bytes``; a client reading at playback speed (a player) then paces it."""
+        return self._driver(protocol, None)
 
-    def _driver(
-        self, protocol: str, config: SessionConfig | None, queue_size: int | None
-    ) -> SessionDriver:
+    def _driver(self, protocol: str, config: SessionConfig | None) -> SessionDriver:
         session = Session(config or self.session_config(), self.registry.get, self.admission)
         return SessionDriver(
             session,
             self.scheduler,
             self.metrics,
-            queue_size=queue_size,
+            outbox_bytes=self.settings.outbound_bytes,
             encoder_pool=self.encoder_pool,
             protocol=protocol,
         )

@@ -38,7 +38,7 @@ class CallPattern:
     caller_speech_s: tuple[float, float] = (1.5, 4.0)
     barge_in_share: float = 0.15
     barge_in_after_s: tuple[float, float] = (0.8, 3.0)  # audio heard before the caller speaks
-    llm_pause_share: float = 0.3  # of replies that pause once mid-reply
+    llm_pause_share: float = 0.3  # of replies that pause once mid-reply (after punctuation)
     llm_pause_s: tuple[float, float] = (0.2, 0.8)
     burstiness: float = 0.0
     burst_period_s: float = 2.0

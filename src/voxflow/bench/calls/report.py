@@ -71,7 +71,8 @@ def format_calls(report: CallsReport) -> str:
         f"{report.replies} replies, {p.token_rate:g} LLM tokens/s, {o.seconds:g} s a level, "
         f"protocols {', '.join(o.protocols)}; caller speaks {p.caller_speech_s[0]:g} to "
         f"{p.caller_speech_s[1]:g} s; {100 * p.barge_in_share:.0f}% of turns barged in; "
-        f"{100 * p.llm_pause_share:.0f}% pause mid-reply; burstiness {p.burstiness:g}",
+        f"{100 * p.llm_pause_share:.0f}% of replies with a mark to pause at pause once; "
+        f"burstiness {p.burstiness:g}",
         "audio played at real time from its first chunk, no client buffer; TTFA in ms from the "
         "first token; gaps in an LLM pause (the listener had heard all the text) counted apart",
         f"service level: TTFA p95 <= {goal.ttfa_p95_ms:g} ms, gaps <= {100 * goal.gap_share:g}% "

@@ -3,8 +3,9 @@
 The tokens go out on the plan's schedule while the audio is "played" at real time from its
 first chunk with no client buffer (``PlayoutBuffer(0)``), as Pipecat and LiveKit play a TTS
 service's frames: any chunk that arrives after the audio before it has finished playing is a
-gap the listener hears. A barged-in turn stops at the plan's moment; a finished one lasts until
-its audio has played out. First audio is timed from the first token's send.
+gap the listener hears. A barged-in turn stops at the plan's moment (also when all its audio
+came before then); a finished one lasts until its audio has played out. First audio is timed
+from the first token's send.
 
 A gap that falls in a pause of the LLM (from the token before the pause until
 ``PAUSE_ALLOWANCE_S`` after the token that ends it) is the text's, not the server's: the
@@ -17,19 +18,21 @@ import asyncio
 import contextlib
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from voxflow.bench.calls.lines import Audio, Failed, Finished, Line, LineEvent, Refused
 from voxflow.bench.calls.plan import TurnPlan
 from voxflow.client.playout import PlayoutBuffer
 
-__all__ = ["TurnResult", "run_turn"]
+__all__ = ["TurnResult", "run_turn", "split_gaps"]
 
 _BARGE_POLL_S = 0.02
 # After an LLM pause, the time the text that ends it needs to become audio: its first segment
 # (a lead: a few tokens) and that segment's first window.
 PAUSE_ALLOWANCE_S = 0.3
-_AFTER_BARGE_S = 2.0  # how long events of a barged turn are still awaited (then dropped)
+
+Span = tuple[float, float]  # (start, end), time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,14 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
                     player.add(event.at, event.duration_ms)
             elif isinstance(event, Finished):
                 outcome = "ok"
+                barge_ms = None if plan.barge_in_after_s is None else 1000 * plan.barge_in_after_s
+                if barge_ms is not None and player.received_ms > barge_ms:
+                    # All the audio is in, but the caller speaks before it has played out: the
+                    # listener stops there. Nothing is sent: the server is done with the turn
+                    # (a native cancel would name a context it no longer knows).
+                    while player.played_ms(time.monotonic()) < barge_ms:
+                        await asyncio.sleep(_BARGE_POLL_S)
+                    outcome = "barged"
                 break
             elif isinstance(event, Refused):
                 outcome = "refused"
@@ -133,10 +144,7 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
     pause = None
     if 0 <= plan.pause_after < len(sent) - 1:
         pause = (sent[plan.pause_after], sent[plan.pause_after + 1] + PAUSE_ALLOWANCE_S)
-    ours = [
-        (a, b) for a, b in player.underrun_spans if pause is None or not _overlap((a, b), pause)
-    ]
-    starved = [span for span in player.underrun_spans if span not in ours]
+    ours, starved = split_gaps(player.underrun_spans, pause)
     return result(
         outcome,
         ttfa_ms=ttfa,
@@ -151,5 +159,17 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
     )
 
 
-def _overlap(span: tuple[float, float], window: tuple[float, float]) -> bool:
+def split_gaps(
+    spans: Sequence[Span], pause_window: Span | None
+) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
+    """The gaps (``(start, end)`` of each silence) as ``(ours, starved)``: a gap that overlaps
+    the LLM pause's window is the text's (starved), any other the server's (ours)."""
+    if pause_window is None:
+        return tuple(spans), ()
+    ours = tuple(span for span in spans if not _overlap(span, pause_window))
+    starved = tuple(span for span in spans if _overlap(span, pause_window))
+    return ours, starved
+
+
+def _overlap(span: Span, window: Span) -> bool:
     return span[0] < window[1] and span[1] > window[0]
