@@ -136,7 +136,8 @@ class TurnHeard:
     first_token_at: float | None = None
     first_audio_at: float | None = None
     player: PlayoutBuffer = field(default_factory=lambda: PlayoutBuffer(0.0))
-    done: bool = False
+    done: bool = False  # the server finished it, or refused it
+    stopped: bool = False  # the caller barged in: the listener stopped hearing it
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -268,14 +269,21 @@ class Simulation:
             self._sessions[index].end(cid, self.now)
 
     def _barge(self, index: int, cid: str, after_s: float) -> None:
+        """The caller speaks once ``after_s`` of the turn has played: the client cancels it,
+        or, when the server has finished it, says it stopped playing (as Pipecat does)."""
         heard = self._heard[(index, cid)]
-        if heard.done:
+        if heard.stopped or heard.refused:
             return
-        if heard.player.played_ms(self.now) >= 1000.0 * after_s:
-            heard.done = True
-            self._sessions[index].cancel(cid, heard.player.played_ms(self.now), self.now, self.now)
-        else:
+        played = heard.player.played_ms(self.now)
+        if played < 1000.0 * after_s:
             self._at(self.now + 0.02, lambda: self._barge(index, cid, after_s))
+            return
+        heard.stopped = True
+        if heard.done:
+            self._sessions[index].stop_hearing(cid)
+        else:
+            heard.done = True
+            self._sessions[index].cancel(cid, played, self.now, self.now)
 
     # -- the loop --------------------------------------------------------------------------------
 

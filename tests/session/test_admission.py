@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from tests.simulation import Simulation, Turn
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Drained
 from voxflow.session.admission import Admission, AdmissionSettings, Refusal, Ticket
@@ -193,3 +194,23 @@ def test_a_context_counts_while_it_has_text_and_until_its_listener_heard_it() ->
     assert ticket.busy_until == math.inf
     session.close()
     assert admission.active == 0
+
+
+def test_an_ended_turn_counts_until_its_listener_heard_it_unless_the_caller_barged_in() -> None:
+    # A reply of about 9 s, rendered and sent within the first seconds (render-ahead).
+    text = (
+        "Sure! Tomorrow in Seattle it will be cloudy in the morning with a high of 58 degrees "
+        "and there is a sixty percent chance of rain after three in the afternoon."
+    )
+    loads = {}
+    for barge in (None, 1.5):
+        config = SessionConfig(default_voice="sim", default_format="pcm_22050")
+        sim = Simulation(config=config, max_load=0.85)
+        sim.add_call([Turn(text, 0.0, barge_in_after_s=barge)])
+        (turn,) = sim.run(until_s=4.0)
+        assert turn.done and sim.admission is not None
+        assert turn.stopped == (barge is not None)
+        loads[barge] = sim.admission.load(4.0)
+        assert sim.admission.active == 0  # the context itself has ended
+    assert loads[None] > 0  # still heard: its call is speaking
+    assert loads[1.5] == 0  # Pipecat says when the caller barged in, even after the end

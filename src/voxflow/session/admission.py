@@ -164,6 +164,12 @@ class Admission:
             ticket.busy_until = heard_until
             self._heard.append(ticket)
 
+    def not_heard(self, ticket: Ticket) -> None:
+        """The listener of a released ``ticket`` stopped before its end (a barge-in after the
+        stream ended): it costs nothing any more."""
+        if ticket in self._heard:
+            self._heard.remove(ticket)
+
     def drain(self) -> None:
         """Admit nothing more (shutting down); streams already admitted go on."""
         self._draining = True

@@ -114,6 +114,9 @@ class Session:
         self._contexts: dict[str, Context] = {}
         self._by_serial: dict[int, Context] = {}
         self._tickets: dict[int, Ticket] = {}  # each context's admission, by serial
+        # Ended contexts whose listener may still be hearing them, by id: their tickets count
+        # until then (``Admission.release``), unless the client says it stopped (``stop_hearing``).
+        self._heard: dict[str, Ticket] = {}
         self._serials = itertools.count(1)
         self._outputs: list[Output] = []
         self.closed = False
@@ -210,6 +213,8 @@ class Session:
         with self._errors(cid):
             if played_ms is not None and not 0 <= played_ms < math.inf:  # NaN fails too
                 raise SessionError("invalid_message", "played_ms must be a finite number >= 0")
+            if cid not in self._contexts:
+                self.stop_hearing(cid)  # a barge-in after it ended: still an unknown context
             context = self._get(cid)
             self._forget(context)
             self._outputs.append(CancelStream(context.serial))
@@ -223,6 +228,18 @@ class Session:
                     requested_at=received_at,
                 )
             )
+
+    def stop_hearing(self, context_id: str | None = None) -> None:
+        """The client stopped playing ``context_id``, which has ended (a barge-in after its last
+        audio went out): admission stops counting it. None: every ended context of the
+        session (a client that clears all it was playing)."""
+        if self._admission is None:
+            return
+        ids = list(self._heard) if context_id is None else [context_id]
+        for cid in ids:
+            ticket = self._heard.pop(cid, None)
+            if ticket is not None:
+                self._admission.not_heard(ticket)
 
     @_notifies
     def error(
@@ -242,6 +259,7 @@ class Session:
         for context in list(self._contexts.values()):
             self._forget(context)
             self._outputs.append(CancelStream(context.serial))
+        self.stop_hearing()  # nobody listens to this connection any more
         self.closed = True
 
     # -- runtime calls -----------------------------------------------------------------------------
@@ -375,6 +393,8 @@ class Session:
         ticket = self._tickets.pop(context.serial, None)
         if ticket is not None and self._admission is not None:
             self._admission.release(ticket, heard_until)
+            if heard_until is not None:
+                self._heard[context.id] = ticket
 
     def _refresh_tickets(self) -> None:
         """Tell admission when each context stops speaking (it may have changed)."""

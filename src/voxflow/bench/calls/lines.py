@@ -113,8 +113,10 @@ class Line(Protocol):
 
     async def end(self, turn: str) -> float: ...
 
-    async def barge(self, turn: str, played_ms: float) -> float:
-        """The caller speaks: stop the turn (no ``Finished`` needs to follow)."""
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
+        """The caller speaks: stop the turn (no ``Finished`` needs to follow). ``ended``: the
+        server has finished the turn already (the frameworks still say it: Pipecat closes or
+        cancels the context on every interruption, Deepgram's clients send Clear)."""
 
     async def close(self) -> None: ...
 
@@ -209,7 +211,9 @@ class NativeLine:
         assert self._client is not None
         return await self._client.end(turn)
 
-    async def barge(self, turn: str, played_ms: float) -> float:
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
+        if ended:
+            return time.monotonic()  # a native cancel of an ended context is an error
         assert self._client is not None
         return await self._client.cancel(turn, played_ms)
 
@@ -339,7 +343,7 @@ class ElevenLabsLine(_JsonLine):
         await self._send({"context_id": turn, "close_context": True})
         return at
 
-    async def barge(self, turn: str, played_ms: float) -> float:
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
         self.queues.by_turn.pop(turn, None)
         return await self._send({"context_id": turn, "close_context": True})
 
@@ -386,7 +390,7 @@ class CartesiaLine(_JsonLine):
     async def end(self, turn: str) -> float:
         return await self._send(self._request(turn, "", False))
 
-    async def barge(self, turn: str, played_ms: float) -> float:
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
         self.queues.by_turn.pop(turn, None)
         return await self._send({"context_id": turn, "cancel": True})
 
@@ -423,7 +427,7 @@ class DeepgramLine(_JsonLine):
     async def end(self, turn: str) -> float:
         return await self._send({"type": "Flush"})
 
-    async def barge(self, turn: str, played_ms: float) -> float:
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
         self.queues.by_turn.pop(turn, None)
         self._turn = None
         return await self._send({"type": "Clear"})
@@ -486,7 +490,7 @@ class WyomingLine:
         await self._client.write_event(SynthesizeStop().event())
         return at
 
-    async def barge(self, turn: str, played_ms: float) -> float:
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
         at = time.monotonic()
         await self._drop()
         return at

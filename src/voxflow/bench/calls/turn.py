@@ -111,10 +111,10 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
                 barge_ms = None if plan.barge_in_after_s is None else 1000 * plan.barge_in_after_s
                 if barge_ms is not None and player.received_ms > barge_ms:
                     # All the audio is in, but the caller speaks before it has played out: the
-                    # listener stops there. Nothing is sent: the server is done with the turn
-                    # (a native cancel would name a context it no longer knows).
+                    # listener stops there, and the client says so as its framework does.
                     while player.played_ms(time.monotonic()) < barge_ms:
                         await asyncio.sleep(_BARGE_POLL_S)
+                    await line.barge(turn, player.played_ms(time.monotonic()), ended=True)
                     outcome = "barged"
                 break
             elif isinstance(event, Refused):

@@ -199,7 +199,10 @@ class CartesiaProtocol:
         it goes out (not even a ``done`` that crosses the cancel)."""
         context = self._open.pop(cid, None)
         if context is None:
-            return  # never opened, refused, or stopped already: nothing to stop
+            # Never opened, refused, or ended: nothing to stop. After its end, a cancel is a
+            # barge-in (Pipecat cancels on every interruption): its listener stopped.
+            self._session.stop_hearing(cid)
+            return
         context.dead = True
         now = self._clock()
         self._session.cancel(cid, None, now, now)

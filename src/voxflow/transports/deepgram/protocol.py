@@ -244,6 +244,8 @@ class DeepgramProtocol:
         self._queue = deque(a for a in self._queue if isinstance(a, _Answer) and a.cleared)
         active = self._active
         if active is None or active.cid is None or active.cleared is not None:
+            # Nothing speaking: the turns that ended stop playing at the client.
+            self._session.stop_hearing()
             return self._answer(_Answer(_cleared(sequence_id), cleared=True))
         active.ended = True
         active.cleared = sequence_id

@@ -287,7 +287,10 @@ class ElevenLabsProtocol:
     def _close_context(self, cid: str, now: float, immediate: bool = False) -> None:
         context = self._open.get(cid)
         if context is None:
-            return  # never opened or already finished: nothing to close
+            # Never opened, or finished: nothing to close. After its end, a close is Pipecat's
+            # barge-in (it closes the context on every interruption): its listener stopped.
+            self._session.stop_hearing(cid)
+            return
         if immediate or context.closing or context.unflushed:
             self._session.cancel(cid, None, now, now)
             del self._open[cid]
