@@ -141,7 +141,7 @@ soak: install
 		if [ $$stage = main ]; then \
 			serve_args="$(SOAK_SERVE_ARGS)"; soak_args="--sections load,faults,soak --wyoming $$wyoming $(SOAK_ARGS)"; \
 		else \
-			serve_args="--max-streams 1000 $(SOAK_SERVE_ARGS)"; soak_args="--sections capacity $(SOAK_CAPACITY_ARGS)"; \
+			serve_args="--max-streams 1000 --max-load 0 $(SOAK_SERVE_ARGS)"; soak_args="--sections capacity $(SOAK_CAPACITY_ARGS)"; \
 		fi; \
 		echo "== voxflow serve --port $$port --wyoming $$wyoming $$serve_args"; \
 		$(BIN)/voxflow serve --port $$port --wyoming $$wyoming $$serve_args \

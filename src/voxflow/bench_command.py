@@ -9,8 +9,9 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from voxflow.bench.calls.lines import PROTOCOLS
 from voxflow.bench.calls.plan import CallPattern
@@ -26,6 +27,9 @@ from voxflow.engines.base import Engine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.router import build_engine
 from voxflow.runtime.scheduler import SchedulerSettings
+
+if TYPE_CHECKING:  # pocketsphinx is a dev dependency: imported by the command that needs it
+    from voxflow.bench.intelligibility import IntelligibilityReport, Transcriber
 
 __all__ = ["BENCH_COMMANDS", "add_bench_parsers", "bench_command"]
 
@@ -144,6 +148,16 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--voice", action="append", required=True, help="voice name (repeat for several)"
     )
     intelligibility.add_argument("--json", action="store_true", help="print JSON instead")
+    intelligibility.add_argument(
+        "--corpus",
+        type=Path,
+        help="agent replies (e.g. the bundled replies.tsv's format), each streamed as LLM "
+        "tokens on the server's path against its sentences rendered whole",
+    )
+    intelligibility.add_argument(
+        "--replies", type=int, help="with --corpus: only the first N replies"
+    )
+    intelligibility.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
 
     _add_prosody_parser(commands)
 
@@ -226,6 +240,8 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
         raise ValueError(f"bench-intelligibility needs voxflow[dev] ({error})") from error
 
     transcriber = intelligibility.Transcriber()
+    if args.corpus is not None:
+        return _bench_reply_intelligibility(args, intelligibility.compare_replies, transcriber, out)
     reports = []
     for voice in args.voice:
         engine = _bench_voice_engine(registry, voice)
@@ -233,6 +249,40 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
         policy = SchedulerSettings().windows  # the windows the server cuts
         sentences = intelligibility.SENTENCES
         reports.append(intelligibility.compare(engine, voice, sentences, policy, transcriber))
+    if args.json:
+        print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
+    else:
+        print("\n\n".join(report.format() for report in reports), file=out)
+    return 0
+
+
+def _bench_reply_intelligibility(
+    args: argparse.Namespace,
+    compare_replies: Callable[..., IntelligibilityReport],
+    transcriber: Transcriber,
+    out: TextIO,
+) -> int:
+    from voxflow.session.services import Services  # noqa: PLC0415
+
+    replies = _replies(args)
+    kokoro = any(voice.startswith("kokoro:") for voice in args.voice)
+    settings = ServerSettings.from_env(
+        os.environ, voices_dir=args.voices_dir, kokoro=kokoro or None
+    )
+    services = Services.build(settings)
+    reports = []
+    try:
+        for voice in args.voice:
+
+            def progress(name: str, voice: str = voice) -> None:
+                print(f"  {voice}: {name} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+            report = compare_replies(
+                services, voice, replies, transcriber, args.token_rate, progress
+            )
+            reports.append(report)
+    finally:
+        services.shutdown()
     if args.json:
         print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
     else:

@@ -15,9 +15,9 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
-# Streams one synthesis worker (one core) keeps in real time with their first audio on time
-# (no underrun, TTFA p95 within 1.5x of an idle server's): `voxflow soak`'s capacity section,
-# median of its sweeps on the 2-core reference machine (docs/reliability.md).
+# The share of the machine admitted speaking streams may take (``max_load``): what keeps calls
+# gapless with their first audio on time in `voxflow bench --calls` on the 2-core reference
+# machine, at its capacity and at twice it (docs/benchmarks.md#calls).
 DEFAULT_MAX_LOAD = 0.85
 
 # -- access control and logs (issue 11) --

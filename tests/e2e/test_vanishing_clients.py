@@ -193,7 +193,7 @@ def _quiet(server: Server) -> dict[str, Any]:
 
 def test_a_thousand_clients_that_vanish_mid_stream_leave_nothing_behind() -> None:
     # Admission is not under test here: every client of a batch must get its stream.
-    settings = ServerSettings(port=_free_port(), workers=2, max_streams=2 * BATCH)
+    settings = ServerSettings(port=_free_port(), workers=2, max_streams=2 * BATCH, max_load=0)
     with _serve(settings) as server:
         # Warm-up: one batch, so that what the server starts lazily (the first connection's
         # imports, the encoder's first use, the loop's internals) is in the baseline.

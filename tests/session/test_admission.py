@@ -164,13 +164,22 @@ def test_kokoro_is_counted_at_its_own_cost_and_runs_alone_when_dearer_than_the_c
     small.release(alone)
 
 
-def test_an_unpaced_stream_counts_as_a_whole_worker() -> None:
-    admission = _by_cost(1.7)
-    http = admission.acquire("piper", 1, 0.0, paced=False)
-    assert admission.load(0.0) == pytest.approx(1.0)
+def test_an_unpaced_stream_counts_as_a_workers_share_until_it_ends() -> None:
+    admission = Admission(
+        AdmissionSettings(capacity=1.7, unpaced_cost=0.85), costs=_costs
+    )  # two workers at 0.85
+    first = admission.acquire("piper", 1, 0.0, paced=False)
+    assert admission.load(0.0) == pytest.approx(0.85)
+    second = admission.acquire("piper", 1, 0.0, paced=False)  # one per worker
     assert not admission.fits("piper", 1, 0.0, paced=False)
-    assert admission.fits("piper", 1, 0.0)
-    admission.release(http)
+    assert not admission.fits("piper", 1, 0.0)
+    # Rendered and ended, still heard for 7 s: at Piper's pace, not a worker's.
+    admission.release(first, heard_until=7.0)
+    assert admission.load(1.0) == pytest.approx(0.85 + 0.1)
+    assert admission.fits("piper", 1, 1.0) and not admission.fits("piper", 1, 1.0, paced=False)
+    admission.release(second)
+    assert admission.fits("piper", 1, 1.0, paced=False)
+    assert admission.load(7.0) == 0.0
 
 
 def test_a_count_and_a_cost_limit_together_refuse_at_whichever_comes_first() -> None:

@@ -250,3 +250,153 @@ def test_restart_turn_makes_the_next_segment_a_first_segment() -> None:
     buffer.restart_turn()
     [lead, *_] = buffer.feed(" " + LONG_FIRST, now=5.0)
     assert lead.turn_first and lead.lead
+
+
+# --- hurry: a lead cut mid-turn -----------------------------------------------------------------
+
+# A short opener, then a sentence whose first words arrive while the opener plays. The rest of
+# that sentence is short: shorter than the schedule's 60-character minimum for later segments.
+OPENER = "Sure thing!"
+ARRIVED = " The refund went back to your"
+REST = " card. It usually shows up within a few days. Is there anything"
+
+
+def _mid_turn(config: ChunkingConfig | None = None, arrived: str = ARRIVED) -> TextBuffer:
+    """A buffer that has emitted the opener and holds the start of the next sentence."""
+    buffer = TextBuffer(config or ChunkingConfig())
+    assert buffer.feed(OPENER, now=0.0) == []
+    [opener] = buffer.poll(1.0)  # the look-ahead: whatever the schedule's minimum
+    assert opener.text == OPENER and not opener.lead
+    assert buffer.feed(arrived, now=1.0) == []
+    return buffer
+
+
+def test_hurry_cuts_a_lead_from_the_arrived_text_at_a_phrase_boundary() -> None:
+    buffer = _mid_turn()
+    assert buffer.can_hurry
+    [lead] = buffer.hurry()
+    # "to" opens a phrase, and the text before it costs 20: inside the window (18, 32).
+    assert lead == Segment("The refund went back", 12, 32, SegmentEnd.WORD, 1, False, lead=True)
+    low, high = DEFAULT_LEAD_COST
+    assert low <= spoken_cost(lead.text) <= high
+
+
+def test_the_segment_after_a_hurried_lead_ends_at_its_sentence_end_however_short() -> None:
+    buffer = _mid_turn()
+    buffer.hurry()
+    [takeover] = buffer.feed(REST, now=1.1)
+    # 13 characters, far below the minimum of 60 that would otherwise merge the next sentence.
+    assert takeover == Segment("to your card.", 33, 46, SegmentEnd.SENTENCE, 2, False)
+    # After it, the schedule is back: the next short sentence waits to be merged.
+    assert texts(buffer.flush()) == ["It usually shows up within a few days. Is there anything"]
+    # Without the hurry, the same text merges the short sentences as the schedule says.
+    segments = run(ChunkingConfig(), [OPENER + ARRIVED + REST])
+    assert (
+        texts(segments)[1]
+        == "The refund went back to your card. It usually shows up within a few days."
+    )
+    assert not any(s.lead for s in segments)
+
+
+def test_hurry_without_a_phrase_boundary_cuts_at_the_last_word_boundary_in_the_window() -> None:
+    buffer = _mid_turn(arrived=" Tomorrow it will be cloudy everywhere with")
+    [lead] = buffer.hurry()
+    # Boundaries cost 8, 11, 16, 19, 26, 37: 26 is the last inside (18, 32); "with" is past it.
+    assert lead.text == "Tomorrow it will be cloudy" and lead.lead
+    assert lead.boundary is SegmentEnd.WORD and lead.index == 1
+
+
+def test_a_hurry_before_enough_text_arrived_cuts_the_lead_as_the_text_arrives() -> None:
+    buffer = _mid_turn(arrived=" The refund")
+    assert buffer.hurry() == []  # "The refund" costs 10: below the window
+    assert not buffer.can_hurry  # hurried already: a second hurry changes nothing
+    assert buffer.hurry() == []
+    assert buffer.feed(" went", now=1.1) == []
+    assert buffer.feed(" back to", now=1.2) == []  # "to" may be the start of "today"
+    [lead] = buffer.feed(" your", now=1.3)
+    assert (lead.text, lead.lead, lead.index) == ("The refund went back", True, 1)
+    [takeover] = buffer.feed(REST, now=1.4)
+    assert (takeover.text, takeover.boundary) == ("to your card.", SegmentEnd.SENTENCE)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [ChunkingConfig(strategy=Strategy.SENTENCE), ChunkingConfig(lead_cost=None)],
+    ids=["sentence", "no-lead-cost"],
+)
+def test_no_hurry_without_a_lead_window(config: ChunkingConfig) -> None:
+    buffer = _mid_turn(config)
+    assert buffer.has_content and not buffer.can_hurry
+    assert buffer.hurry() == []
+    segments = buffer.feed(REST, now=1.1) + buffer.flush()
+    assert not any(s.lead for s in segments)
+
+
+def test_no_hurry_with_nothing_buffered() -> None:
+    buffer = TextBuffer(ChunkingConfig())
+    assert not buffer.can_hurry and buffer.hurry() == []
+    buffer.feed(OPENER + " ", now=0.0)
+    [opener] = buffer.poll(1.0)  # the look-ahead confirmed it: only a space is left
+    assert opener.text == OPENER
+    assert not buffer.can_hurry and buffer.hurry() == []
+    buffer.feed(ARRIVED, now=2.0)
+    assert buffer.can_hurry
+    buffer.flush()
+    assert not buffer.can_hurry
+
+
+def test_no_hurry_while_a_leads_sentence_is_unfinished() -> None:
+    buffer = _mid_turn()
+    buffer.hurry()
+    buffer.feed(" card and then some more words that go on", now=1.1)
+    assert buffer.has_content and not buffer.can_hurry  # the takeover's text is arriving
+    assert buffer.hurry() == []
+    [takeover] = buffer.feed(" for a while. Then", now=1.2)
+    assert takeover.boundary is SegmentEnd.SENTENCE and not takeover.lead
+    assert buffer.can_hurry  # the sentence is done: the next one may be hurried
+
+
+def test_no_hurry_while_a_first_leads_sentence_is_unfinished() -> None:
+    buffer = TextBuffer(ChunkingConfig())
+    [lead] = buffer.feed(LONG_FIRST[:60], now=0.0)
+    assert lead.lead and lead.turn_first
+    assert buffer.has_content and not buffer.can_hurry
+    assert buffer.hurry() == []
+
+
+HURRY_CONFIGS = [
+    ChunkingConfig(),
+    ChunkingConfig(auto_mode=True),
+    ChunkingConfig(lead_cost=(5, 12), max_chars=40),
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    config=st.sampled_from(HURRY_CONFIGS),
+    words=st.lists(WORDS, min_size=1, max_size=25),
+    data=st.data(),
+)
+def test_a_hurry_gives_the_same_segments_however_the_text_was_split(
+    config: ChunkingConfig, words: list[str], data: st.DataObject
+) -> None:
+    stream = "Sure thing! " + " ".join(words)
+    prefix = data.draw(st.integers(0, len(stream)), label="prefix")
+
+    def hurried(before: list[str], after: list[str]) -> list[Segment]:
+        buffer = TextBuffer(config)
+        out: list[Segment] = []
+        for piece in before:
+            out.extend(buffer.feed(piece, now=0.0))
+        out.extend(buffer.hurry())
+        for piece in after:
+            out.extend(buffer.feed(piece, now=0.0))
+        return out + buffer.flush()
+
+    whole = hurried([stream[:prefix]], [stream[prefix:]])
+    assert "".join(s.text for s in whole).replace(" ", "") == stream.replace(" ", "")
+    cuts_before = data.draw(st.lists(st.integers(0, prefix), max_size=10), label="before")
+    cuts_after = data.draw(st.lists(st.integers(prefix, len(stream)), max_size=10), label="after")
+    pieces_before = split_at(stream[:prefix], cuts_before)
+    pieces_after = split_at(stream, [prefix, *cuts_after])[1:]
+    assert hurried(pieces_before, pieces_after) == whole

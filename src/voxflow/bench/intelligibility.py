@@ -8,6 +8,14 @@ renderings are resampled to 16 kHz with voxflow's own resampler and transcribed 
 word error rate. PocketSphinx is a weak recogniser, so the whole render's WER is far from zero;
 the figure that matters is the difference between the two renderings, which is what the cuts
 cost a listener. The sentences have no digits, so no number spelling is needed to compare words.
+
+``compare_replies`` does the same for agent replies on the server's whole path: each reply
+streamed as LLM tokens through a session on the server's own ``Services`` (the segmenter's
+leads, their takeovers, leads cut mid-turn, the seams: ``prosody_render.stream_reply``)
+against each of its sentences rendered whole and joined as the server joins sentences
+(``prosody_render.render_reference``). Both are scored against the reply's spoken form (its
+normalized text: "$86.40" is "eighty six dollars and forty cents"), and rendered without the
+voice's noise (``noise_scale = noise_w = 0``), so that the two differ only where the stream cut.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,15 +31,21 @@ import pocketsphinx
 
 from voxflow.audio.pcm import to_pcm16
 from voxflow.audio.resample import StreamResampler
+from voxflow.bench.corpus import Reply
+from voxflow.bench.prosody_render import render_reference, stream_reply
+from voxflow.bench.tokens import llm_tokens
 from voxflow.engines.base import Engine, FloatArray, VoiceSettings
 from voxflow.runtime.windows import WindowPolicy
+from voxflow.session.services import Services
 
 __all__ = [
+    "REPLY_SETTINGS",
     "SENTENCES",
     "IntelligibilityReport",
     "SentenceResult",
     "Transcriber",
     "compare",
+    "compare_replies",
     "render_streamed",
     "render_whole",
     "word_error_rate",
@@ -42,6 +56,7 @@ log = logging.getLogger(__name__)
 
 RECOGNISER_RATE = 16000
 SETTINGS = VoiceSettings(seed=1)
+REPLY_SETTINGS = VoiceSettings(noise_scale=0.0, noise_w=0.0)
 
 # What a voice agent says: appointments, orders, weather, apologies. No digits or abbreviations
 # (the recogniser writes words), short and long clauses, and one long clause without commas.
@@ -245,4 +260,42 @@ def compare(
         streamed_errors, _ = word_errors(text, streamed)
         log.info("%s: %r -> whole %r, streamed %r", voice, text, whole, streamed)
         results.append(SentenceResult(text, whole, streamed, words, whole_errors, streamed_errors))
+    return IntelligibilityReport(voice, tuple(results))
+
+
+def compare_replies(
+    services: Services,
+    voice: str,
+    replies: Sequence[Reply],
+    transcriber: Transcriber,
+    token_rate: float = 50.0,
+    progress: Callable[[str], None] = lambda _name: None,
+) -> IntelligibilityReport:
+    """Each reply streamed as LLM tokens on the server's path, and its sentences rendered whole
+    (see the module docstring); both transcribed and scored against its spoken form."""
+    results = []
+    for reply in replies:
+        progress(reply.name)
+        spoken = services.normalizer.normalize(reply.text).text
+        streamed = stream_reply(
+            services, reply.text, voice, REPLY_SETTINGS, llm_tokens(reply.text), token_rate
+        )
+        whole = render_reference(
+            services.engine,
+            voice,
+            reply.text,
+            REPLY_SETTINGS,
+            services.session_config().seams,
+            services.normalizer,
+        )
+        heard_whole = transcriber.transcribe(whole.audio, whole.sample_rate)
+        heard_streamed = transcriber.transcribe(streamed.audio, streamed.sample_rate)
+        whole_errors, words = word_errors(spoken, heard_whole)
+        streamed_errors, _ = word_errors(spoken, heard_streamed)
+        log.info("%s: %r -> whole %r, streamed %r", voice, spoken, heard_whole, heard_streamed)
+        results.append(
+            SentenceResult(
+                spoken, heard_whole, heard_streamed, words, whole_errors, streamed_errors
+            )
+        )
     return IntelligibilityReport(voice, tuple(results))

@@ -20,6 +20,11 @@ __all__ = ["KOKORO_AUDIO_COST_S", "PIPER_AUDIO_COST_S", "CostModel", "initial_co
 # (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro on one thread.
 PIPER_AUDIO_COST_S = 0.1
 KOKORO_AUDIO_COST_S = 1.0
+# Kokoro's first window: 300 ms of audio (24 frames of 12.5 ms), so that the second window,
+# rendered beside whatever else the turn's start needs, comes before it has played.
+KOKORO_FIRST_FRAMES = 24
+# ... and how far ahead its leads render while their takeovers are prepared (Piper: 0.3 s).
+KOKORO_LEAD_HOLD_S = 0.8
 
 _WEIGHT = 0.1  # of each new observation in the running average
 _PRIOR_AUDIO_S = 30.0  # audio_cost_s starts as if measured over this much audio
@@ -37,6 +42,13 @@ class CostModel:
     # Whether a window after a stream's first may use every core when nothing else runs: an
     # engine that is not far faster than real time on one core needs it to keep up.
     wide_windows: bool = False
+    # Frames of a stream's first window, when this engine needs more than the scheduler's
+    # (None: the scheduler's): the audio in hand when the second window starts.
+    first_frames: int | None = None
+    # How far ahead of its listener a lead waiting for its takeover is rendered, when this
+    # engine needs more than the scheduler's ``lead_hold_s`` (None: the scheduler's): the
+    # takeover's text stage and first window must fit in it.
+    lead_hold_s: float | None = None
     # CPU seconds a second of audio takes, every job of a stream included (measured with the
     # calls benchmark; learnt from then on).
     audio_cost_s: float = 0.1
@@ -85,6 +97,8 @@ def initial_costs(engine: str) -> CostModel:
             render_per_frame_s=0.009,
             context_frames=8,
             wide_windows=True,
+            first_frames=KOKORO_FIRST_FRAMES,
+            lead_hold_s=KOKORO_LEAD_HOLD_S,
             audio_cost_s=KOKORO_AUDIO_COST_S,
         )
     return CostModel(audio_cost_s=PIPER_AUDIO_COST_S)

@@ -9,13 +9,10 @@ take the engines' measured costs (``tests/simulation``).
 * ``next_job`` hands out the released job with the earliest deadline (``LaneQueue``): a stream
   about to run dry comes before one with audio in hand, a fresh stream's first window before
   later arrivals' text stages. A job that would run alone may use every core
-  (``SchedulerSettings.wide_threads``). A job runs to its end once started, so while more
-  streams have work than there are workers, windows are kept to ``crowded_window_frames``: a
-  stream about to run dry, or a new one's first audio, then waits for a worker at most that
-  long. ``next_job(first_audio=True)`` hands out only the jobs of a stream's first audio (its
-  text stage and first window, as long as it has none in hand): what the scheduler's
-  first-audio workers run, beside the others and above them, so that a new stream's first
-  audio never waits for a worker on a busy machine.
+  (``SchedulerSettings.wide_threads``). ``next_job(first_audio=True)`` hands out only the
+  jobs of a stream's first audio (its text stage and first window, as long as it has none
+  in hand): what the scheduler's first-audio workers run, beside the others and above them,
+  so that a new stream's first audio never waits for a worker on a busy machine.
 * ``prepared``, ``rendered`` and ``failed`` take a job's result and return the events for the
   stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it).
   Each result teaches the stream's engine cost model (``voxflow.runtime.costs``) how long such a
@@ -133,9 +130,7 @@ class SchedulingPolicy:
             return None
         stream, lane, work = popped
         stream.versions[lane] += 1
-        crowded = len(self.streams) > self._settings.workers
-        cap = self._settings.crowded_window_frames if crowded else None
-        job = stream.take(lane, work, now, cap)
+        job = stream.take(lane, work, now)
         if (job.playback_end is None or stream.costs.wide_windows) and self._alone(busy):
             job = replace(job, threads=self._settings.wide_threads)
         return stream, job

@@ -13,15 +13,15 @@ __all__ = ["SchedulerSettings", "SchedulerStats"]
 class SchedulerSettings:
     workers: int = 2
     first_window_frames: int = 16
+    # A job cannot be interrupted: a stream about to run dry waits for a worker's window to
+    # end. 128 frames (1.5 s of audio, ~0.1 s of work) keep that wait short with many calls,
+    # for 3% more work than 256-frame windows (docs/benchmarks.md#calls).
     max_window_frames: int = 128
     max_lead_s: float = 20.0
     # When a fresh stream's first audio is due: the deadline that orders it against streams
     # that are playing (they come first only when they would run dry sooner). Under a burst of
     # new streams this is what their first audio may wait, so that no listener runs dry.
     first_audio_s: float = 0.1
-    # Windows at most this large while more streams have work than there are workers: a job
-    # cannot be interrupted, and the next stream about to run dry waits for one to end.
-    crowded_window_frames: int = 128
     # How far ahead of playback a lead is rendered while its takeover is not prepared yet.
     lead_hold_s: float = 0.3
     # Threads a job on a fresh stream's way to its first audio may use when nothing else runs
@@ -41,8 +41,6 @@ class SchedulerSettings:
             raise ValueError("workers must be >= 1")
         if not 1 <= self.first_window_frames <= self.max_window_frames:
             raise ValueError("need 1 <= first_window_frames <= max_window_frames")
-        if self.crowded_window_frames < 1:
-            raise ValueError("crowded_window_frames must be >= 1")
         if self.max_lead_s <= 0:
             raise ValueError("max_lead_s must be > 0")
         if self.first_audio_s < 0 or self.lead_hold_s <= 0:

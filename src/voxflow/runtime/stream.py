@@ -180,7 +180,13 @@ class StreamState:
             left = 1.0 if lead.utterance is None else self._frames_s(lead, lead.end - lead.next)
             base = now if end is None or end < now else end
             cost = self._costs.prepare_s(len(work.request.text)) + self._costs.render_s(16)
-            return Timing(now, base + left - cost - AHEAD_MARGIN_S)
+            deadline = base + left - cost - AHEAD_MARGIN_S
+            if self._costs.wide_windows:
+                # An engine that needs both cores to keep up (Kokoro): the takeover's text
+                # stage waits until it is due, rather than take a core from the lead's windows
+                # while the listener has little in hand.
+                return Timing(max(now, deadline - cost), deadline)
+            return Timing(now, deadline)
         if self.fresh_since is not None or end is None:
             anchor = self.fresh_since if self.fresh_since is not None else now
             return Timing(now, anchor + self._first_audio_s)
@@ -194,14 +200,16 @@ class StreamState:
         if work.phrase is not None and self.first_audio_at is not None:
             release = max(release, self.first_audio_at + HIT_REST_AFTER_S)
         if self._held(work):
-            release = max(release, end - self._lead_hold_s)
+            hold_s = self._lead_hold_s
+            if self._costs.lead_hold_s is not None:
+                hold_s = self._costs.lead_hold_s
+            release = max(release, end - hold_s)
             if work.next >= self._hold_frame(work):
                 release = max(release, end - LEAD_URGENT_S)
         return Timing(release, end - cost - 0.03)
 
-    def take(self, lane: Lane, work: Work, now: float, max_frames: int | None = None) -> Job:
-        """Start the lane's job on ``work`` (it must be ``runnable``); ``max_frames``: a cap on
-        the window, below what the audio in hand would allow (the machine is shared)."""
+    def take(self, lane: Lane, work: Work, now: float) -> Job:
+        """Start the lane's job on ``work`` (it must be ``runnable``)."""
         self.busy.add(lane)
         if work.utterance is None:
             work.preparing = True
@@ -210,8 +218,14 @@ class StreamState:
         size = self._policy.size(
             self.window, None if end is None else end - now, self._costs.render_s
         )
-        if max_frames is not None:
-            size = min(size, max(max_frames, self._policy.first_frames))
+        if (self.window == 0 or end is None) and self._costs.first_frames is not None:
+            size = self._costs.first_frames  # this engine's first window
+        elif (
+            self._costs.wide_windows and end is not None and self._costs.render_s(size) > end - now
+        ):
+            # An engine about as slow as real time (Kokoro) with little in hand: a window as
+            # small as the first arrives in time where the usual floor would not.
+            size = min(size, self._policy.first_frames)
         limit = work.end
         if 0 < self.rendered_s < self._burst_s:
             # The rest of the burst in one window (after a small first one): the client's

@@ -16,7 +16,8 @@ however it ends. Two limits, either or both:
   admitted while the speaking streams' cost, its own included, stays within ``capacity``
   CPU seconds a second (cores): the share of the machine that keeps every call gapless and
   its first audio on time (``voxflow bench --calls``). A stream that is not paced (a whole-text HTTP
-  request renders as fast as a worker can) counts as a whole worker while it renders;
+  or Wyoming request renders as fast as a worker can) counts as a whole worker's share of the
+  capacity (``unpaced_cost``) until it ends, then at its engine's cost while it is heard;
 * **by count** (``max_streams``): at most that many open streams, a Piper one holding one slot,
   a Kokoro one ``slots``; one that needs more than the whole cap holds all of it.
 
@@ -40,8 +41,6 @@ __all__ = ["Admission", "AdmissionSettings", "Refusal", "Ticket"]
 
 log = logging.getLogger(__name__)
 
-UNPACED_COST = 1.0  # a stream rendered as fast as possible takes a whole worker
-
 
 class Refusal(enum.Enum):
     SATURATED = "saturated"
@@ -53,10 +52,13 @@ class AdmissionSettings:
     max_streams: int = 0  # open streams at most (0: no count)
     capacity: float = 0.0  # CPU seconds a second the speaking streams may take (0: no limit)
     retry_after_s: float = 1.0  # the hint a refused client gets
+    # What a stream rendered as fast as a worker can counts for: one worker's share of the
+    # capacity, so that as many of them as there are workers fit when nothing else speaks.
+    unpaced_cost: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.max_streams < 0 or self.capacity < 0:
-            raise ValueError("max_streams and capacity must be >= 0")
+        if self.max_streams < 0 or self.capacity < 0 or self.unpaced_cost <= 0:
+            raise ValueError("max_streams and capacity must be >= 0, unpaced_cost > 0")
         if self.retry_after_s <= 0:
             raise ValueError("retry_after_s must be > 0")
 
@@ -116,8 +118,9 @@ class Admission:
     def load(self, now: float) -> float:
         """CPU seconds a second the streams speaking at ``now`` take."""
         self._heard = [t for t in self._heard if t.busy_until > now]
-        speaking = [t for t in self._tickets if t.busy_until > now]
-        return sum(self._cost(t) for t in speaking + self._heard)
+        speaking = sum(self._cost(t.engine, t.paced) for t in self._tickets if t.busy_until > now)
+        # Ended, all rendered: heard at its engine's pace however fast it was rendered.
+        return speaking + sum(self._costs(t.engine) for t in self._heard)
 
     def saturated(self, now: float) -> bool:
         """Whether a new Piper stream would be refused at ``now``."""
@@ -179,8 +182,8 @@ class Admission:
             return 0
         return max(1, min(slots, self._settings.max_streams))
 
-    def _cost(self, ticket: Ticket) -> float:
-        return self._costs(ticket.engine) if ticket.paced else UNPACED_COST
+    def _cost(self, engine: str, paced: bool) -> float:
+        return self._costs(engine) if paced else self._settings.unpaced_cost
 
     def _room(self, engine: str, slots: int, paced: bool, now: float) -> bool:
         s = self._settings
@@ -188,7 +191,7 @@ class Admission:
             return False
         if not s.capacity:
             return True
-        cost = self._costs(engine) if paced else UNPACED_COST
+        cost = self._cost(engine, paced)
         load = self.load(now)
         # A stream dearer than the whole capacity runs when nothing else speaks.
         return load + cost <= s.capacity + 1e-9 or load == 0.0

@@ -48,6 +48,10 @@ DEFAULT_HURRY_MARGIN_S = 0.35
 """How long before its listener would run out of audio a context cuts a lead from the text that
 has arrived (``Context.hurry_at``)."""
 
+KOKORO_HURRY_MARGIN_S = 0.7
+"""The same for a Kokoro voice: its lead's text stage and first window take about half a
+second on the 2-core machine."""
+
 OPEN_GRACE_S = 5.0
 """How long a context that has said nothing yet counts as speaking for admission: one opened
 for a turn gets its text within milliseconds, and a burst of them must not all look idle."""
@@ -85,6 +89,9 @@ class ContextOptions:
     normalization: NormalizationMode
     max_piece_chars: int = DEFAULT_MAX_PIECE_CHARS
     hurry_margin_s: float | None = DEFAULT_HURRY_MARGIN_S  # None: never cut a lead mid-turn
+    # Whether the rest of a sentence whose first part was cut early is rendered as the whole
+    # sentence taking over from that part (else the rest is a piece of its own).
+    takeovers: bool = True
 
 
 class ContextState(enum.Enum):
@@ -108,14 +115,16 @@ class _Piece:
     taken_over: bool = False  # a lead whose takeover was submitted
 
     def audio_left_s(self) -> float:
-        """Audio of this piece not sent yet; a takeover not started counts from where its lead
-        has got to (the two speak the same words up to there)."""
+        """Audio of this piece not sent yet, up to its last word's end (the seam joiner trims
+        the silence after it); a takeover not started counts from where its lead has got to
+        (the two speak the same words up to there)."""
         utterance = self.utterance
         assert utterance is not None
         sent = self.sent_to
         if self.takes_over is not None and sent == 0:
             sent = self.takes_over.sent_to
-        frames = max(0, utterance.num_frames - sent)
+        end = utterance.words[-1].end_frame if utterance.words else utterance.num_frames
+        frames = max(0, min(end, utterance.num_frames) - sent)
         return frames * utterance.samples_per_frame / utterance.sample_rate
 
 
@@ -240,7 +249,7 @@ class Context:
             first = FIRST_PIECE_CHARS if segment.turn_first else None
             ranges = split_spoken(normalized.text, self.options.max_piece_chars, first)
             # A lead must be one piece: its takeover re-renders it whole.
-            leads = segment.lead and len(ranges) == 1
+            leads = segment.lead and len(ranges) == 1 and self.options.takeovers
             for number, (start, end) in enumerate(ranges):
                 boundary = segment.boundary if number == len(ranges) - 1 else SegmentEnd.WORD
                 piece = _Piece(PieceText(segment.start, normalized, start, end, boundary), leads)

@@ -24,7 +24,12 @@ from dataclasses import dataclass, field, replace
 from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
 from voxflow.audio.seams import SeamSettings
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
-from voxflow.session.context import DEFAULT_HURRY_MARGIN_S, DEFAULT_MAX_PIECE_CHARS, ContextOptions
+from voxflow.session.context import (
+    DEFAULT_HURRY_MARGIN_S,
+    DEFAULT_MAX_PIECE_CHARS,
+    KOKORO_HURRY_MARGIN_S,
+    ContextOptions,
+)
 from voxflow.session.errors import SessionError
 from voxflow.text.buffer import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
@@ -85,6 +90,10 @@ class SessionConfig:
     # that has arrived (``Context.hurry_at``): the lead's text stage and first window, and the
     # wait for a worker on a loaded machine.
     hurry_margin_s: float | None = DEFAULT_HURRY_MARGIN_S  # None: never
+    # The same for a Kokoro voice, whose lead takes longer to its first audio (a text stage
+    # and a window of about a core's real time each).
+    kokoro_hurry_margin_s: float | None = KOKORO_HURRY_MARGIN_S
+    kokoro_takeovers: bool = False
 
 
 @dataclass(frozen=True)
@@ -317,7 +326,10 @@ def context_options(
         normalizer=config.normalizer.with_lexicon(options.lexicon),
         normalization=options.normalization,
         max_piece_chars=config.max_piece_chars,
-        hurry_margin_s=config.hurry_margin_s,
+        hurry_margin_s=(
+            config.kokoro_hurry_margin_s if voice.engine == "kokoro" else config.hurry_margin_s
+        ),
+        takeovers=voice.engine != "kokoro" or config.kokoro_takeovers,
     )
 
 

@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from voxflow.audio.seams import SeamSettings
-from voxflow.config import ServerSettings
+from voxflow.config import ServerSettings, default_workers
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.kokoro_voices import PREFIX, default_voices_dir
 from voxflow.engines.registry import VoiceRegistry
@@ -77,9 +77,15 @@ class Services:
         if cache is not None:
             # The first key of a voice hashes its model: here, not in a listener's first job.
             cache.key(engine, "", default_voice, VoiceSettings())
+        workers = settings.worker_threads
         scheduler = Scheduler(
             engine,
-            SchedulerSettings(workers=settings.worker_threads, max_lead_s=settings.max_lead_s),
+            SchedulerSettings(
+                workers=workers,
+                max_lead_s=settings.max_lead_s,
+                # A job alone on the machine may use every core, no more than there are.
+                wide_threads=min(SchedulerSettings.wide_threads, default_workers()),
+            ),
             cache=cache,
         )
         metrics = metrics or ServerMetrics()
@@ -95,7 +101,10 @@ class Services:
         encoder_pool = EncoderPool(settings.worker_threads)
         admission = Admission(
             AdmissionSettings(
-                settings.max_streams, settings.stream_capacity, settings.retry_after_s
+                settings.max_streams,
+                settings.stream_capacity,
+                settings.retry_after_s,
+                unpaced_cost=settings.max_load or 1.0,
             ),
             costs=scheduler.audio_cost,
             on_refused=lambda refusal: metrics.count_rejected(refusal.value),

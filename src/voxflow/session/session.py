@@ -115,7 +115,8 @@ class Session:
         self._by_serial: dict[int, Context] = {}
         self._tickets: dict[int, Ticket] = {}  # each context's admission, by serial
         # Ended contexts whose listener may still be hearing them, by id: their tickets count
-        # until then (``Admission.release``), unless the client says it stopped (``stop_hearing``).
+        # until then (``Admission.release``), unless the client says it stopped (``stop_hearing``)
+        # or opens another context (at most ``max_contexts`` of them, then).
         self._heard: dict[str, Ticket] = {}
         self._serials = itertools.count(1)
         self._outputs: list[Output] = []
@@ -337,6 +338,9 @@ class Session:
         resolved = context_options(self._config, options, self._voices)
         ticket = None
         if self._admission is not None:  # last: a refused option must not cost a slot
+            # One listener per connection: what its ended contexts still have in its ears is
+            # played before the new one's audio, or was cut off by the new turn.
+            self.stop_hearing()
             resolved, ticket = self._admit(options, resolved, now)
         context = Context(cid, next(self._serials), resolved, now)
         self._contexts[cid] = context

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.instant_runtime import InstantRuntime
 from voxflow.config import ServerSettings
+from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -383,3 +385,50 @@ def test_a_context_left_without_an_end_is_ended_when_idle(
     assert protocol.deadline() == clock.now - CONTEXT_IDLE_S + INACTIVITY_S
     _request(protocol, transcript="More.", **{"continue": True})
     assert [e.code for e in _errors(session.drain())] == ["context_closing"]
+
+
+# -- a cancel after the context ended: the listener stopped --------------------------------------
+
+
+@pytest.fixture
+def admitted(services: Services, clock: Clock) -> tuple[Session, CartesiaProtocol, Admission]:
+    admission = Admission(AdmissionSettings(capacity=2.0))
+    session = Session(services.session_config(), services.registry.get, admission)
+    return session, CartesiaProtocol(session, clock, services), admission
+
+
+def _spoken_to_the_end(session: Session, protocol: CartesiaProtocol, clock: Clock) -> float:
+    """The context ``c``, all its text in one request, spoken and done at the clock's time;
+    returns when its listener will have heard it."""
+    _request(protocol, transcript="Hello there. ", **{"continue": False})
+    outputs = InstantRuntime(session).serve(clock.now)
+    assert not _errors(outputs)
+    [done] = [o for o in outputs if isinstance(o, DoneOut)]
+    assert _frames(protocol.reply(done))[-1]["done"] is True
+    assert done.metrics.audio_ms > 0
+    return clock.now + done.metrics.audio_ms / 1000.0
+
+
+def test_a_cancel_after_done_says_the_listener_stopped_hearing(
+    admitted: tuple[Session, CartesiaProtocol, Admission], clock: Clock
+) -> None:
+    session, protocol, admission = admitted
+    heard_until = _spoken_to_the_end(session, protocol, clock)
+    assert admission.active == 0 and session.open_contexts == 0
+    assert admission.load(clock.now) > 0  # its listener is still hearing it
+    clock.now += 0.01
+    assert clock.now < heard_until  # still playing when the caller barges in
+    protocol.receive(json.dumps({"context_id": "c", "cancel": True}))  # Pipecat's barge-in
+    assert admission.load(clock.now) == 0
+    assert not session.drain()  # nothing to cancel: no error, no CancelledOut
+
+
+def test_a_cancel_of_another_context_leaves_an_ended_one_counted(
+    admitted: tuple[Session, CartesiaProtocol, Admission], clock: Clock
+) -> None:
+    session, protocol, admission = admitted
+    heard_until = _spoken_to_the_end(session, protocol, clock)
+    protocol.receive(json.dumps({"context_id": "other", "cancel": True}))
+    assert admission.load(clock.now) > 0
+    clock.now = heard_until  # heard to its end: it counts no more, cancel or not
+    assert admission.load(clock.now) == 0

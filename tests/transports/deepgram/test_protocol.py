@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.instant_runtime import InstantRuntime
 from voxflow.config import ServerSettings
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (
@@ -371,3 +372,49 @@ def test_options_of_the_connection_reach_every_turn(services: Services) -> None:
     (opened,) = _opened(harness.drain())
     assert opened.output_format == "ulaw_8000"
     assert isinstance(harness.options, SpeakOptions) and harness.options.settings.speed == 0.8
+
+
+# -- a Clear after the turns ended: their listener stopped ----------------------------------------
+
+
+def _admitted(services: Services) -> tuple[Harness, Admission]:
+    admission = Admission(AdmissionSettings(capacity=2.0))
+    return Harness(services, {"encoding": "linear16"}, admission), admission
+
+
+def _speak_turn(harness: Harness, text: str) -> None:
+    """A turn (Speak, Flush) spoken to its end at the clock's time (0 s), its Flushed sent: its
+    listener hears it from then on."""
+    harness.send(type="Speak", text=text)
+    harness.send(type="Flush")
+    outputs = InstantRuntime(harness.session).serve(harness.clock.now)
+    assert not [o for o in outputs if isinstance(o, ErrorOut)]
+    [done] = [o for o in outputs if isinstance(o, DoneOut)]
+    assert _messages(harness.protocol.reply(done))[-1]["type"] == "Flushed"
+    assert done.metrics.audio_ms > 0
+
+
+def test_a_clear_after_the_turns_ended_says_their_listener_stopped(services: Services) -> None:
+    dg, admission = _admitted(services)
+    _speak_turn(dg, "Hello there.")
+    _speak_turn(dg, "How are you?")
+    assert dg.session.open_contexts == 0 and admission.active == 0
+    assert admission.load(0.0) > 0  # both still playing
+    (cleared,) = _messages(dg.send(type="Clear"))  # nothing speaking: answered at once
+    assert cleared["type"] == "Cleared"
+    assert admission.load(0.0) == 0  # every ended turn stopped playing
+
+
+def test_a_clear_while_a_turn_speaks_stops_the_ended_ones_too(services: Services) -> None:
+    dg, admission = _admitted(services)
+    _speak_turn(dg, "Hello there.")
+    ended = admission.load(0.0)
+    dg.send(type="Speak", text="And a second turn that is still being spoken.")
+    dg.drain()
+    # The new turn took the first one's place in the listener's ears, and counts.
+    assert admission.load(0.0) == ended
+    assert dg.send(type="Clear") is None  # answered after the cancel
+    [cancelled] = [o for o in dg.drain() if isinstance(o, CancelledOut)]
+    assert _messages(dg.protocol.reply(cancelled)) == [{"type": "Cleared", "sequence_id": 1}]
+    # The client dropped everything it was playing: the first turn's tail as well.
+    assert admission.load(0.0) == 0

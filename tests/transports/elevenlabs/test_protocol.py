@@ -7,8 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.instant_runtime import InstantRuntime
 from voxflow.config import ServerSettings
-from voxflow.session.events import ContextMetrics, DoneOut, ErrorOut
+from voxflow.session.admission import Admission, AdmissionSettings
+from voxflow.session.events import AudioOut, ContextMetrics, DoneOut, ErrorOut
 from voxflow.session.services import Services
 from voxflow.session.session import Session
 from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol
@@ -91,3 +93,96 @@ def test_control_characters_are_aligned_as_the_spaces_spoken(services: Services)
     reply = protocol.reply(DoneOut("stream", METRICS))
     first = json.loads(reply.frames[0], parse_constant=pytest.fail)
     assert "".join(first["alignment"]["chars"]) == "Hi there . "
+
+
+# -- a close after the context ended: the listener stopped ---------------------------------------
+
+
+def _with_admission(services: Services) -> tuple[Session, ElevenLabsProtocol, Admission]:
+    admission = Admission(AdmissionSettings(capacity=2.0))
+    session = Session(services.session_config(), services.registry.get, admission)
+    protocol = ElevenLabsProtocol(
+        session, lambda: 0.0, services, "joe", {"output_format": "pcm_22050"}, True
+    )
+    return session, protocol, admission
+
+
+def _speak_to_the_end(
+    session: Session, protocol: ElevenLabsProtocol, cid: str
+) -> tuple[list[str], float]:
+    """A turn as Pipecat sends it: text, flush, close_context; the server speaks it all at 0 s.
+    Returns the frames of its end and when its listener will have heard it."""
+    protocol.receive(json.dumps({"text": "Hello there. ", "context_id": cid}))
+    protocol.receive(json.dumps({"text": "", "context_id": cid, "flush": True}))
+    protocol.receive(json.dumps({"context_id": cid, "close_context": True}))
+    outputs = InstantRuntime(session).serve(0.0)
+    assert not [o for o in outputs if isinstance(o, ErrorOut)]
+    assert any(isinstance(o, AudioOut) and o.context_id == cid for o in outputs)
+    [done] = [o for o in outputs if isinstance(o, DoneOut)]
+    frames = list(protocol.reply(done).frames)
+    return frames, done.metrics.audio_ms / 1000.0
+
+
+def test_a_close_after_the_final_says_the_listener_stopped_hearing(services: Services) -> None:
+    session, protocol, admission = _with_admission(services)
+    frames, heard_s = _speak_to_the_end(session, protocol, "a")
+    assert json.loads(frames[-1]) == {"isFinal": True, "contextId": "a"}
+    # Ended, and still counted while its listener would be hearing its audio.
+    assert admission.active == 0 and session.open_contexts == 0
+    assert admission.load(0.0) > 0
+    # Pipecat's barge-in after the end of its turn: it closes the context again.
+    protocol.receive(json.dumps({"context_id": "a", "close_context": True}))
+    assert admission.load(0.0) == 0
+    assert session.drain() == []  # nothing to answer: the context had ended
+    # Left alone, it would have counted until then.
+    session, protocol, admission = _with_admission(services)
+    _speak_to_the_end(session, protocol, "a")
+    assert admission.load(heard_s - 0.01) > 0 and admission.load(heard_s + 0.01) == 0
+
+
+def test_a_close_frees_only_the_context_it_names(services: Services) -> None:
+    session, protocol, admission = _with_admission(services)
+    for cid in ("a", "b"):  # two contexts at once: each still heard once both have ended
+        protocol.receive(json.dumps({"text": "Hello there. ", "context_id": cid}))
+        protocol.receive(json.dumps({"text": "", "context_id": cid, "flush": True}))
+        protocol.receive(json.dumps({"context_id": cid, "close_context": True}))
+    outputs = InstantRuntime(session).serve(0.0)
+    assert len([o for o in outputs if isinstance(o, DoneOut)]) == 2
+    both = admission.load(0.0)
+    protocol.receive(json.dumps({"context_id": "never-opened", "close_context": True}))
+    assert admission.load(0.0) == both
+    protocol.receive(json.dumps({"context_id": "b", "close_context": True}))
+    assert 0 < admission.load(0.0) < both
+
+
+def test_a_new_context_of_the_connection_ends_what_its_listener_still_heard(
+    services: Services,
+) -> None:
+    session, protocol, admission = _with_admission(services)
+    _speak_to_the_end(session, protocol, "a")
+    heard = admission.load(0.0)
+    assert heard > 0
+    _speak_to_the_end(session, protocol, "b")  # the next turn: "a" is behind its listener
+    assert admission.load(0.0) == heard  # "b" alone, still heard
+
+
+def test_a_close_that_crosses_the_contexts_end_is_answered_by_its_final(
+    services: Services,
+) -> None:
+    session, protocol, admission = _with_admission(services)
+    protocol.receive(json.dumps({"text": "Hello there. ", "context_id": "a"}))
+    protocol.receive(json.dumps({"text": "", "context_id": "a", "flush": True}))
+    protocol.receive(json.dumps({"context_id": "a", "close_context": True}))
+    outputs = InstantRuntime(session).serve(0.0)
+    [done] = [o for o in outputs if isinstance(o, DoneOut)]
+    # The session has finished the context, but the writer has not sent its isFinal yet when
+    # the barge-in's close comes: the context is closing in the protocol's view.
+    protocol.receive(json.dumps({"context_id": "a", "close_context": True}))
+    assert admission.load(0.0) == 0  # the listener stopped
+    [late] = session.drain()
+    assert isinstance(late, ErrorOut) and late.code == "unknown_context"
+    reply = protocol.reply(late)
+    assert not reply.frames and reply.close is None  # not an error for the client
+    reply = protocol.reply(done)
+    assert json.loads(reply.frames[-1]) == {"isFinal": True, "contextId": "a"}
+    assert reply.close is None

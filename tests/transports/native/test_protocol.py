@@ -6,9 +6,18 @@ import json
 
 import pytest
 
+from tests.instant_runtime import InstantRuntime
 from tests.transports.test_wire import BAD_FRAMES
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.session.events import CancelledOut, CloseOut, ErrorOut, OpenStream, SubmitSegment
+from voxflow.session.admission import Admission, AdmissionSettings
+from voxflow.session.events import (
+    CancelledOut,
+    CloseOut,
+    DoneOut,
+    ErrorOut,
+    OpenStream,
+    SubmitSegment,
+)
 from voxflow.session.runner import Close
 from voxflow.session.session import Session, SessionConfig
 from voxflow.transports.native.errors import wire_code
@@ -122,3 +131,19 @@ def test_a_bad_context_id_is_refused_and_not_echoed(session: Session, context_id
     assert not any(isinstance(o, OpenStream) for o in outputs)
     (frame,) = protocol.reply(error).frames
     assert isinstance(frame, str) and context_id not in frame
+
+
+def test_a_cancel_after_done_is_unknown_but_the_listener_stopped(registry: VoiceRegistry) -> None:
+    admission = Admission(AdmissionSettings(capacity=2.0))
+    config = SessionConfig(default_voice=registry.default_voice)
+    session = Session(config, registry.get, admission)
+    protocol = NativeProtocol(session, lambda: 0.0, binary=False)
+    protocol.receive(_frame(type="text", context_id="a", text="Hello there. "))
+    protocol.receive(_frame(type="end", context_id="a"))
+    outputs = InstantRuntime(session).serve(0.0)
+    assert any(isinstance(o, DoneOut) for o in outputs)
+    assert not any(isinstance(o, ErrorOut) for o in outputs)
+    assert admission.active == 0 and admission.load(0.0) > 0  # ended, still heard
+    protocol.receive(_frame(type="cancel", context_id="a", played_ms=300))
+    assert _errors(session) == [("a", "unknown_context")]  # as before: it had ended
+    assert admission.load(0.0) == 0

@@ -242,10 +242,11 @@ class DeepgramProtocol:
         # Waiting turns are forgotten, and so are the Flushed of empty turns behind them; the
         # Cleared of earlier Clears still go out, in order.
         self._queue = deque(a for a in self._queue if isinstance(a, _Answer) and a.cleared)
+        # The turns that ended stop playing at the client too (their audio may still be playing
+        # while a later turn speaks).
+        self._session.stop_hearing()
         active = self._active
         if active is None or active.cid is None or active.cleared is not None:
-            # Nothing speaking: the turns that ended stop playing at the client.
-            self._session.stop_hearing()
             return self._answer(_Answer(_cleared(sequence_id), cleared=True))
         active.ended = True
         active.cleared = sequence_id

@@ -377,6 +377,10 @@ class ElevenLabsProtocol:
         return Reply(frames, Close(NORMAL_CLOSURE))
 
     def _error(self, event: ErrorOut) -> Reply[str]:
+        if event.code == "unknown_context":
+            # Only contexts open in this protocol's view are named to the session, so this is a
+            # close that crossed the context's end (its isFinal is on its way): no error.
+            return Reply()
         error = socket_error(event.code, event.message)
         if error.close_code is None:
             return Reply([dump(error.frame)])

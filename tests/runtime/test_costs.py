@@ -1,0 +1,73 @@
+"""Tests for voxflow.runtime.costs: the CPU a second of a stream's audio takes, as jobs teach it."""
+
+from __future__ import annotations
+
+import pytest
+
+from voxflow.runtime.costs import (
+    _AUDIO_MEMORY_S,
+    _PRIOR_AUDIO_S,
+    KOKORO_AUDIO_COST_S,
+    PIPER_AUDIO_COST_S,
+    CostModel,
+    initial_costs,
+)
+
+
+def test_the_cost_starts_at_the_engines_prior() -> None:
+    assert CostModel(audio_cost_s=0.25).audio_cost_s == 0.25
+    assert initial_costs("piper").audio_cost_s == PIPER_AUDIO_COST_S
+    assert initial_costs("kokoro").audio_cost_s == KOKORO_AUDIO_COST_S
+
+
+def test_the_cost_moves_towards_what_jobs_take_and_no_further() -> None:
+    model = CostModel(audio_cost_s=0.1)
+    seen = [model.audio_cost_s]
+    for _ in range(20):
+        model.observe_work(0.5, 1.0)  # 0.5 CPU s a second of audio
+        seen.append(model.audio_cost_s)
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)  # strictly up
+    assert seen[-1] < 0.5
+    for _ in range(20):
+        model.observe_work(0.0, 1.0)  # free audio (say, cut from the phrase cache)
+    assert model.audio_cost_s < seen[-1]
+
+
+def test_a_text_stage_costs_cpu_without_audio() -> None:
+    model = CostModel(audio_cost_s=0.1)
+    model.observe_work(0.3)
+    assert model.audio_cost_s > 0.1
+
+
+def test_the_prior_weighs_as_some_audio_not_as_one_job() -> None:
+    model = CostModel(audio_cost_s=0.1)
+    model.observe_work(10.0, 1.0)  # one pathological window
+    assert model.audio_cost_s < 1.0
+
+
+def test_forgetting_half_keeps_the_estimate_where_it_was() -> None:
+    model = CostModel(audio_cost_s=0.1)
+    # Work and audio since the start, up to the step that crosses the memory's limit, where half
+    # of both is forgotten: the estimate must not jump there.
+    work, audio = 0.1 * _PRIOR_AUDIO_S, _PRIOR_AUDIO_S  # the prior counts as that much audio
+    step = 0
+    while audio <= _AUDIO_MEMORY_S:
+        cpu = 0.2 if step % 2 else 0.4
+        model.observe_work(cpu, 1.0)
+        work, audio, step = work + cpu, audio + 1.0, step + 1
+        assert model.audio_cost_s == pytest.approx(work / audio)
+
+
+def test_a_new_level_is_learnt_within_minutes_even_after_a_long_history() -> None:
+    model = CostModel(audio_cost_s=0.1)
+    for _ in range(1800):  # half an hour of audio at 0.1
+        model.observe_work(0.1, 1.0)
+    assert model.audio_cost_s == pytest.approx(0.1)
+    # The machine gets busier: each second of audio now takes 0.5 CPU s. An average over all
+    # the audio so far would still say about 0.15 after the next few minutes.
+    for _ in range(int(_AUDIO_MEMORY_S)):
+        model.observe_work(0.5, 1.0)
+    assert model.audio_cost_s > 0.38
+    for _ in range(int(_AUDIO_MEMORY_S)):
+        model.observe_work(0.5, 1.0)
+    assert model.audio_cost_s == pytest.approx(0.5, rel=0.06)

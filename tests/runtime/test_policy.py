@@ -1,0 +1,251 @@
+"""Tests for voxflow.runtime.policy: which job runs next and what results mean, on a clock that
+stands still unless a test moves it. Jobs are "run" by handing their results back at once, with
+utterances of a given length and silent audio."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from voxflow.engines.base import Utterance, VoiceSettings
+from voxflow.runtime.costs import CostModel
+from voxflow.runtime.jobs import Drained, Prepared, Rendered, SchedulerEvent, SegmentRequest
+from voxflow.runtime.policy import SchedulingPolicy
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.runtime.stream import Job, StreamState
+
+RATE = 22050
+SPF = 256
+LONG_FRAMES = 2000  # 23 s of audio: a stream that never runs out of frames to render here
+
+
+def _utterance(frames: int) -> Utterance:
+    """A prepared segment of ``frames`` frames with no words (rendered from its first frame)."""
+    return Utterance(
+        text="x",
+        voice="joe",
+        sample_rate=RATE,
+        samples_per_frame=SPF,
+        latents=np.zeros((1, frames), dtype=np.float32),
+        phonemes=(),
+        phoneme_frames=np.zeros(0, dtype=np.int64),
+        words=(),
+    )
+
+
+def _seconds(frames: int) -> float:
+    return frames * SPF / RATE
+
+
+def _open(policy: SchedulingPolicy, now: float = 0.0, text: str = "Hello there.") -> StreamState:
+    """A stream with one segment queued."""
+    stream = policy.open_stream(lambda _event: None, CostModel())
+    policy.submit(stream, SegmentRequest(text, "joe", VoiceSettings(), 0), now)
+    return stream
+
+
+def _complete(
+    policy: SchedulingPolicy,
+    stream: StreamState,
+    job: Job,
+    now: float,
+    frames: int = LONG_FRAMES,
+    learn: bool = False,
+    cpu_s: float | None = None,
+) -> list[SchedulerEvent]:
+    """Hand ``job``'s result back: an utterance of ``frames`` for a text stage, silent audio for
+    a window."""
+    if job.window is None:
+        return policy.prepared(stream, job, _utterance(frames), 0.01, now, learn, cpu_s)
+    audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)
+    return policy.rendered(stream, job, audio, 0.01, now, learn, cpu_s)
+
+
+def _playing(policy: SchedulingPolicy, windows: int, now: float = 0.0) -> StreamState:
+    """A stream whose text stage and first ``windows`` windows ran at ``now``: audio in hand.
+    Streams made so must be made from the most windows to the fewest: each one's jobs must be
+    the most urgent while it is made."""
+    stream = _open(policy, now)
+    for _ in range(windows + 1):
+        picked = policy.next_job(now, busy=1)
+        assert picked is not None and picked[0] is stream
+        _complete(policy, *picked, now)
+    assert stream.playback_end() is not None
+    return stream
+
+
+def _next(policy: SchedulingPolicy, now: float, first_audio: bool = False) -> StreamState | None:
+    picked = policy.next_job(now, busy=1, first_audio=first_audio)
+    return None if picked is None else picked[0]
+
+
+# -- what runs next --------------------------------------------------------------------------------
+
+
+def test_the_stream_that_runs_dry_soonest_is_served_first() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    ahead = _playing(policy, windows=4)
+    short = _playing(policy, windows=1)
+    ahead_end, short_end = ahead.playback_end(), short.playback_end()
+    assert ahead_end is not None and short_end is not None and short_end < ahead_end
+    # Queued last, but it runs out first.
+    assert _next(policy, 0.0) is short
+    assert _next(policy, 0.0) is ahead
+    assert _next(policy, 0.0) is None  # each has its job running
+
+
+def test_a_fresh_streams_first_job_comes_before_a_playing_streams_later_deadline() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    playing = _playing(policy, windows=3)  # seconds of audio in hand
+    fresh = _open(policy)
+    assert _next(policy, 0.0) is fresh  # its text stage, due first_audio_s after its text
+    assert _next(policy, 0.0) is playing
+
+
+def test_a_playing_stream_about_to_run_dry_comes_before_a_fresh_one() -> None:
+    # First audio due late enough that a stream with one small window in hand is more urgent.
+    policy = SchedulingPolicy(SchedulerSettings(first_audio_s=0.5))
+    playing = _playing(policy, windows=1)
+    end = playing.playback_end()
+    assert end is not None and end < 0.5
+    fresh = _open(policy)
+    assert _next(policy, 0.0) is playing
+    assert _next(policy, 0.0) is fresh
+
+
+def test_a_stream_far_ahead_of_its_listener_waits_to_be_released() -> None:
+    policy = SchedulingPolicy(SchedulerSettings(max_lead_s=1.0))
+    playing = _playing(policy, windows=2)  # a small first window, then a large one
+    end = playing.playback_end()
+    assert end is not None and end > 1.0
+    assert _next(policy, 0.0) is None  # more than max_lead_s ahead: not released
+    assert policy.next_release_s(0.0) == pytest.approx(end - 1.0)
+    assert _next(policy, end - 1.0) is playing
+
+
+def test_first_audio_jobs_are_only_those_of_streams_with_no_audio_in_hand() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    playing = _playing(policy, windows=2)
+    assert _next(policy, 0.0, first_audio=True) is None  # a playing stream's window: never
+    fresh = _open(policy)
+    picked = policy.next_job(0.0, busy=1, first_audio=True)
+    assert picked is not None and picked[0] is fresh and picked[1].window is None  # text stage
+    _complete(policy, *picked, 0.0)
+    picked = policy.next_job(0.0, busy=1, first_audio=True)
+    assert picked is not None and picked[0] is fresh and picked[1].window is not None  # window 1
+    _complete(policy, *picked, 0.0)
+    # Both have audio in hand now: their windows go to the other workers only.
+    assert _next(policy, 0.0, first_audio=True) is None
+    assert {_next(policy, 0.0), _next(policy, 0.0)} == {playing, fresh}
+
+
+def test_a_held_stream_gets_no_job_until_it_is_let_go() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    other = _playing(policy, windows=3)
+    held = _playing(policy, windows=1)
+    policy.hold(held, True, 0.0)
+    assert _next(policy, 0.0) is other  # held runs out sooner, but its owner is full
+    assert _next(policy, 0.0) is None
+    policy.hold(held, False, 0.0)
+    assert _next(policy, 0.0) is held
+
+
+def test_a_cancelled_stream_loses_its_queued_jobs_and_is_forgotten() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    other = _playing(policy, windows=3)
+    cancelled = _playing(policy, windows=1)
+    policy.cancel(cancelled)
+    assert cancelled.id not in policy.streams and other.id in policy.streams
+    assert _next(policy, 0.0) is other
+    assert _next(policy, 0.0) is None
+
+
+def test_a_window_in_flight_when_its_stream_is_cancelled_is_discarded() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _playing(policy, windows=1)
+    picked = policy.next_job(0.0, busy=1)
+    assert picked is not None
+    policy.close_input(stream, 0.0)
+    policy.cancel(stream)
+    assert _complete(policy, *picked, 0.0) == []  # no audio, and no Drained either
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+def test_a_closed_stream_drains_once_after_its_last_window_and_is_forgotten() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _open(policy)
+    assert policy.close_input(stream, 0.0) == []  # its segment has not run yet
+    events: list[SchedulerEvent] = []
+    while (picked := policy.next_job(0.0, busy=1)) is not None:
+        events += _complete(policy, *picked, 0.0, frames=100)
+    kinds = [type(e) for e in events]
+    assert kinds.count(Prepared) == 1 and kinds.count(Drained) == 1
+    assert kinds[-1] is Drained  # after the last window
+    windows = [e for e in events if isinstance(e, Rendered)]
+    assert windows[-1].last and sum(w.end_frame - w.start_frame for w in windows) == 100
+    assert stream.id not in policy.streams
+    assert policy.close_input(stream, 0.0) == []  # never a second Drained
+
+
+def test_a_stream_closed_with_nothing_queued_drains_at_once() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = policy.open_stream(lambda _event: None, CostModel())
+    assert policy.close_input(stream, 0.0) == [Drained()]
+    assert stream.id not in policy.streams
+
+
+def _first_window_cost(learn: bool, cpu_s: float | None, compute_s: float = 0.01) -> CostModel:
+    """A stream's cost model after its text stage (``cpu_s``) and first window (``cpu_s`` per
+    ``compute_s`` of wall time), both run beside another job (not wide)."""
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _open(policy)
+    costs = stream.costs
+    for _ in range(2):
+        picked = policy.next_job(0.0, busy=1)
+        assert picked is not None and picked[1].threads is None
+        job = picked[1]
+        if job.window is None:
+            policy.prepared(stream, job, _utterance(LONG_FRAMES), compute_s, 0.0, learn, cpu_s)
+        else:
+            audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)
+            policy.rendered(stream, job, audio, compute_s, 0.0, learn, cpu_s)
+    return costs
+
+
+def test_results_teach_the_streams_cpu_per_audio_second_in_cpu_time() -> None:
+    prior = CostModel().audio_cost_s
+    # Two jobs of 0.2 CPU s for 16 frames (0.19 s of audio): far dearer than the prior.
+    dear = _first_window_cost(learn=True, cpu_s=0.2)
+    assert prior < dear.audio_cost_s < 0.4 / _seconds(16)
+    cheap = _first_window_cost(learn=True, cpu_s=0.0)
+    assert cheap.audio_cost_s < prior
+    # What the jobs took on the wall clock does not count: only their CPU time.
+    slow_wall = _first_window_cost(learn=True, cpu_s=0.2, compute_s=5.0)
+    assert slow_wall.audio_cost_s == pytest.approx(dear.audio_cost_s)
+
+
+def test_cached_results_teach_nothing() -> None:
+    costs = _first_window_cost(learn=False, cpu_s=0.2)
+    fresh = CostModel()
+    assert costs.audio_cost_s == fresh.audio_cost_s
+    assert costs.render_per_frame_s == fresh.render_per_frame_s
+    assert costs.prepare_per_char_s == fresh.prepare_per_char_s
+
+
+def test_a_wide_job_does_not_teach_the_cpu_per_audio_second() -> None:
+    policy = SchedulingPolicy(SchedulerSettings(wide_threads=2))
+    stream = _open(policy)
+    prior = stream.costs.audio_cost_s
+    # Nothing else runs or waits: the fresh stream's jobs may use every core.
+    picked = policy.next_job(0.0, busy=0)
+    assert picked is not None and picked[1].threads == 2
+    _complete(policy, *picked, 0.0, learn=True, cpu_s=1.0)
+    picked = policy.next_job(0.0, busy=0)
+    assert picked is not None and picked[1].window is not None and picked[1].threads == 2
+    render_rate = stream.costs.render_per_frame_s
+    _complete(policy, *picked, 0.0, learn=True, cpu_s=1.0)
+    assert stream.costs.audio_cost_s == prior
+    # Its wall time still teaches how long such a window takes.
+    assert stream.costs.render_per_frame_s != render_rate
