@@ -105,6 +105,12 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
         type=comma_ints,
         help="also sweep these levels upward until one underruns, e.g. 8,10,12,14,16",
     )
+    server_bench.add_argument(
+        "--busy-streams",
+        type=int,
+        default=8,
+        help="memory: contexts speaking at once, read and then not read",
+    )
     server_bench.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
     server_bench.add_argument("--format", default="pcm_24000", help="output format to request")
     server_bench.add_argument(
@@ -339,6 +345,7 @@ def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
         concurrency=args.concurrency,
         rounds=args.rounds,
         capacity=args.capacity or (),
+        busy_streams=args.busy_streams,
         token_rate=args.token_rate,
         output_format=args.format,
         voice=args.voice,

@@ -18,7 +18,7 @@ def default_workers() -> int:
 # The share of the machine admitted speaking streams may take (``max_load``): what keeps calls
 # gapless with their first audio on time in `voxflow bench --calls` on the 2-core reference
 # machine, at its capacity and at twice it (docs/benchmarks.md#calls).
-DEFAULT_MAX_LOAD = 0.85
+DEFAULT_MAX_LOAD = 0.8
 
 # -- access control and logs (issue 11) --
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -45,7 +45,7 @@ class ServerSettings:
     # Bytes of client events queued on a connection (its audio as it goes on the wire) above
     # which its streams stop rendering until the client has read them: what a client that reads
     # slowly, or not at all, costs the server (session.driver). One that reads nothing is closed
-    # by the write timeout.
+    # once four times this waits (what its streams had in flight when they stopped).
     outbound_bytes: int = 1 << 20
     write_timeout_s: float = 10.0  # a send that takes longer closes the connection
     idle_flush_s: float | None = None  # flush buffered text after this much silence
@@ -112,9 +112,8 @@ class ServerSettings:
     # -- the Kokoro engine (docs/kokoro.md) --
     kokoro: bool = False  # offer the kokoro: voices (needs the kokoro extra and its voices)
     kokoro_voices_dir: Path | None = None  # None: where make kokoro-voices installs them
-    # Admission slots one Kokoro stream holds (a Piper stream holds one): its render costs
-    # about eight times Piper's per second of audio, and one stream per two slots keeps it in
-    # real time on the 2-core machine (docs/benchmarks.md, Kokoro).
+    # What one Kokoro stream holds of a count cap (--max-streams; a Piper stream holds one):
+    # admission by cost counts it at its own learnt cost whatever this is.
     kokoro_stream_slots: int = 2
     # A voice to speak with instead when a Kokoro stream finds no room (None: refuse it, as any
     # stream past the limit is refused).

@@ -45,7 +45,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         type=float,
         dest="max_load",
         help="share of the workers' time speaking streams may take, each at its engine's "
-        "measured cost; past it a new stream gets 429 (default 0.85; 0: no limit)",
+        "measured cost; past it a new stream gets 429 (default 0.8; 0: no limit)",
     )
     serve_cmd.add_argument(
         "--max-streams",

@@ -203,7 +203,8 @@ def test_long_text_repeats_the_corpus_up_to_a_word() -> None:
 
 
 def test_memory_result_per_stream_share() -> None:
-    m = MemoryResult(300.0, (("x", 310.0),), 4, 340.0, 305.0)
+    m = MemoryResult(300.0, (("x", 310.0),), 4, 340.0, 305.0, 320.0, 312.0, 301.0)
     assert m.per_stream_mib == 10.0
-    assert MemoryResult(300.0, (), 4, 290.0, 300.0).per_stream_mib == 0.0
+    assert MemoryResult(300.0, (), 4, 290.0, 300.0, 300.0, 300.0, 300.0).per_stream_mib == 0.0
     assert m.as_dict()["after_mib"] == {"x": 310.0}
+    assert m.as_dict()["stopped_held_mib"] == 312.0

@@ -47,6 +47,7 @@ def bench() -> Iterator[tuple[BenchReport, str]]:
         long_text_chars=600,
         busy_streams=2,
         memory_settle_s=0.3,  # the figures' shape, not their size: 3.5 s less waiting
+        stopped_reader_s=1.5,
     )
     progress = io.StringIO()
     with running_server(settings) as url:
@@ -148,6 +149,9 @@ def test_memory_section_reads_the_servers_resident_size(bench: tuple[BenchReport
         f"{http.chars:,}-character text",
     ]
     assert memory.busy_streams == 2 and memory.busy_peak_mib > 0
+    # A client that reads nothing: sampled while it was connected, then gone.
+    assert 0 < memory.stopped_held_mib <= memory.stopped_peak_mib
+    assert memory.after_stopped_mib > 50
     # The long request's audio is real speech: seconds of it, delivered faster than real time.
     assert 550 <= http.chars <= 600
     assert http.audio_s > 10 and 0 < http.first_byte_s < http.wall_s < http.audio_s

@@ -10,6 +10,7 @@ from voxflow.runtime.costs import (
     KOKORO_AUDIO_COST_S,
     PIPER_AUDIO_COST_S,
     CostModel,
+    ProcessOverhead,
     initial_costs,
 )
 
@@ -71,3 +72,40 @@ def test_a_new_level_is_learnt_within_minutes_even_after_a_long_history() -> Non
     for _ in range(int(_AUDIO_MEMORY_S)):
         model.observe_work(0.5, 1.0)
     assert model.audio_cost_s == pytest.approx(0.5, rel=0.06)
+
+
+def test_the_process_overhead_is_its_cpu_time_over_the_jobs_once_enough_work_was_seen() -> None:
+    overhead = ProcessOverhead(min_work_s=1.0, max_span_s=30.0)
+    overhead.observe(0.0, 10.0, 0.0)  # the span starts
+    overhead.observe(0.5, 10.8, 1.0)  # not enough jobs yet: nothing learnt
+    assert overhead.ratio == 1.0
+    overhead.observe(1.0, 11.5, 2.0)  # 1.5 s of the process for 1 s of jobs
+    assert overhead.ratio == pytest.approx(1.0 + 0.2 * 0.5)
+    for step in range(1, 60):
+        overhead.observe(1.0 + step, 11.5 + 1.5 * step, 2.0 + step)
+    assert overhead.ratio == pytest.approx(1.5, abs=1e-3)
+
+
+def test_an_idle_span_is_dropped_and_the_ratio_stays_within_its_bounds() -> None:
+    overhead = ProcessOverhead(min_work_s=1.0, max_span_s=30.0)
+    overhead.observe(0.0, 0.0, 0.0)
+    # A minute idle: the event loop's ticks are not a cost of audio.
+    overhead.observe(0.2, 5.0, 60.0)
+    overhead.observe(1.2, 6.0, 61.0)  # measured from the idle span's end: 1 s for 1 s
+    assert overhead.ratio == 1.0
+    for step in range(1, 60):  # cache hits: encoding with no job
+        overhead.observe(1.2 + step, 6.0 + 9 * step, 61.0 + step)
+    assert overhead.ratio == pytest.approx(2.0, abs=1e-3)
+    for step in range(60, 120):  # a process that spent less than its jobs (a clock's noise)
+        overhead.observe(1.2 + step, 6.0 + 9 * 59 + 0.5 * (step - 59), 61.0 + step)
+    assert overhead.ratio == pytest.approx(1.0, abs=1e-3)
+
+
+def test_cpu_the_audio_cost_does_not_learn_from_still_counts_as_jobs() -> None:
+    model = CostModel(audio_cost_s=0.1)
+    model.observe_work(0.5, 10.0)
+    model.observe_elsewhere(0.3)
+    assert model.observed_cpu_s == pytest.approx(0.8)
+    # Learnt from the 0.5 s job only, on top of its prior (0.1 over _PRIOR_AUDIO_S).
+    prior = 0.1 * _PRIOR_AUDIO_S
+    assert model.audio_cost_s == pytest.approx((prior + 0.5) / (_PRIOR_AUDIO_S + 10.0))

@@ -50,6 +50,8 @@ def test_metrics_expose_the_documented_series(server_url: str) -> None:
         "voxflow_ttfa_seconds_bucket",
         "voxflow_admitted_streams",
         "voxflow_stream_limit",
+        "voxflow_load",
+        "voxflow_capacity",
         "python_gc_objects_collected_total",
         "voxflow_chunk_gap_seconds_bucket",
         "voxflow_cancel_latency_seconds_bucket",

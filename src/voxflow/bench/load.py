@@ -18,8 +18,9 @@ the protocols of ``options.protocols``. Two kinds:
   baseline, and how fast the others were refused;
 * *capacity*: N back-to-back clients for rounds of ``capacity_round_s``, N stepped up until the
   median round has an underrun, an error or a refusal, or a TTFA p95 over ``ttfa_ratio_goal`` x
-  the unloaded p95; the largest N that passed, per worker, is what ``STREAMS_PER_WORKER`` should
-  be: at the cap, admitted streams keep their first-audio latency and stay real time.
+  the unloaded p95; the largest N that passed, per worker: how many back-to-back clients keep
+  their first-audio latency and stay real time (calls, which speak part of the time, are
+  ``voxflow bench --calls``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ whole-text HTTP request against the length of its audio.
   finished and the server has been idle for a second, as a difference from the baseline;
 * *busy*: ``busy_streams`` WebSocket contexts speaking at once, the resident size sampled every
   100 ms: its peak, and the peak's excess over the baseline per stream;
+* *stopped reader*: as many contexts, at 48 kHz (the most bytes a second of audio the native
+  protocol sends), on a connection whose client reads nothing (``stopped_reader_s``): the
+  peak, and the size held once the server has stopped rendering for it (the median of the
+  last second), until the client goes;
 * *HTTP*: wall time of the 10,000-character request over the duration of its audio.
 """
 
@@ -20,6 +24,8 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
+
+from websockets.asyncio.client import connect
 
 from voxflow.bench.options import BenchOptions
 from voxflow.client.client import VoxflowClient, speak
@@ -37,6 +43,9 @@ class MemoryResult:
     busy_streams: int
     busy_peak_mib: float
     after_busy_mib: float
+    stopped_peak_mib: float  # the same streams, their client reading nothing
+    stopped_held_mib: float  # ... once the server stopped rendering for it
+    after_stopped_mib: float
 
     @property
     def per_stream_mib(self) -> float:
@@ -50,6 +59,9 @@ class MemoryResult:
             "busy_peak_mib": round(self.busy_peak_mib, 1),
             "per_stream_mib": round(self.per_stream_mib, 1),
             "after_busy_mib": round(self.after_busy_mib, 1),
+            "stopped_peak_mib": round(self.stopped_peak_mib, 1),
+            "stopped_held_mib": round(self.stopped_held_mib, 1),
+            "after_stopped_mib": round(self.after_stopped_mib, 1),
         }
 
 
@@ -146,28 +158,80 @@ async def run_memory_section(url: str, options: BenchOptions) -> tuple[MemoryRes
     after.append((f"{http.chars:,}-character text", await _settled_rss(base, options)))
     streams = options.busy_streams
     peak, after_busy = await _busy(url, base, options, streams)
-    return MemoryResult(baseline, tuple(after), streams, peak, after_busy), http
+    stopped_peak, held, after_stopped = await _stopped_reader(url, base, options, streams)
+    result = MemoryResult(
+        baseline, tuple(after), streams, peak, after_busy, stopped_peak, held, after_stopped
+    )
+    return result, http
+
+
+class _Sampler:
+    """The server's resident size every 100 ms while it runs (``async with``)."""
+
+    def __init__(self, base: str) -> None:
+        self._base = base
+        self.samples: list[tuple[float, float]] = []  # (time, MiB)
+        self._done = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> _Sampler:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._done.set()
+        assert self._task is not None
+        await self._task
+
+    @property
+    def peak(self) -> float:
+        return max((mib for _, mib in self.samples), default=0.0)
+
+    def median_since(self, since: float) -> float:
+        return statistics.median(mib for at, mib in self.samples if at >= since)
+
+    async def _run(self) -> None:
+        while not self._done.is_set():
+            mib = await asyncio.to_thread(_rss_mib, self._base)
+            self.samples.append((time.monotonic(), mib))
+            await asyncio.sleep(0.1)
 
 
 async def _busy(url: str, base: str, options: BenchOptions, streams: int) -> tuple[float, float]:
     """Peak resident size while ``streams`` contexts speak at once, and the size after."""
-    peak = 0.0
-    done = asyncio.Event()
+    async with (
+        _Sampler(base) as sampler,
+        VoxflowClient.connect(url) as client,
+        asyncio.TaskGroup() as group,
+    ):
+        for i in range(streams):
+            group.create_task(
+                speak(client, f"memory-{i}", options.cancel_text, output_format="pcm_24000")
+            )
+    return sampler.peak, await _settled_rss(base, options)
 
-    async def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, await asyncio.to_thread(_rss_mib, base))
-            await asyncio.sleep(0.1)
 
-    sampler = asyncio.create_task(sample())
-    try:
-        async with VoxflowClient.connect(url) as client, asyncio.TaskGroup() as group:
-            for i in range(streams):
-                group.create_task(
-                    speak(client, f"memory-{i}", options.cancel_text, output_format="pcm_24000")
-                )
-    finally:
-        done.set()
-        await sampler
-    return peak, await _settled_rss(base, options)
+async def _stopped_reader(
+    url: str, base: str, options: BenchOptions, streams: int
+) -> tuple[float, float, float]:
+    """The busy streams again, on a connection whose client reads nothing: the peak resident
+    size, the size held over the last second of ``stopped_reader_s``, and the size after."""
+    # max_queue 1: the client's library stops reading the socket after one message, so the
+    # server's writes fill the kernel's buffers and then wait, as for a client that hung.
+    async with (
+        _Sampler(base) as sampler,
+        connect(url, max_queue=1, max_size=None, ping_interval=None) as ws,
+    ):
+        for i in range(streams):
+            cid = f"stopped-{i}"
+            for message in (
+                {"type": "start", "context_id": cid, "output_format": "pcm_48000"},
+                {"type": "text", "context_id": cid, "text": options.cancel_text},
+                {"type": "end", "context_id": cid},
+            ):
+                await ws.send(json.dumps(message))
+        await asyncio.sleep(options.stopped_reader_s)
+        held = sampler.median_since(time.monotonic() - 1.0)
+        # Gone without reading: the close handshake cannot get through the full buffers.
+        ws.transport.abort()
+    return sampler.peak, held, await _settled_rss(base, options)

@@ -43,6 +43,7 @@ class BenchOptions:
     warmup: bool = True  # one untimed context first, so model warm-up is not measured
     long_text_chars: int = 10_000  # the memory section's long HTTP request
     busy_streams: int = 8  # the memory section's streams at once
+    stopped_reader_s: float = 8.0  # how long the memory section's client reads nothing
     # The memory section's wait before it reads the resident size: the server returns freed
     # memory once its workers have been idle 0.25 s; this leaves it room.
     memory_settle_s: float = 1.0
@@ -63,6 +64,8 @@ class BenchOptions:
             raise ValueError("playout_buffer_ms, cancel_after_ms and cancel_grace_ms must be >= 0")
         if self.run_timeout_s <= 0:
             raise ValueError("run_timeout_s must be > 0")
+        if self.stopped_reader_s < 1.5:
+            raise ValueError("stopped_reader_s must be >= 1.5")
         if self.memory_settle_s < 0:
             raise ValueError("memory_settle_s must be >= 0")
         if self.long_text_chars < 1 or self.busy_streams < 1:

@@ -228,6 +228,12 @@ def _memory(m: MemoryResult) -> list[str]:
     rows.append(
         ["after them", f"{m.after_busy_mib:.0f}", f"{m.after_busy_mib - m.baseline_mib:+.0f}"]
     )
+    for name, mib in (
+        ("the same, not read (peak)", m.stopped_peak_mib),
+        ("  held while not read", m.stopped_held_mib),
+        ("  after its client went", m.after_stopped_mib),
+    ):
+        rows.append([name, f"{mib:.0f}", f"{mib - m.baseline_mib:+.0f}"])
     return _table(["", "RSS", "vs baseline"], rows)
 
 

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KOKORO_AUDIO_COST_S", "PIPER_AUDIO_COST_S", "CostModel", "initial_costs"]
+__all__ = [
+    "KOKORO_AUDIO_COST_S",
+    "PIPER_AUDIO_COST_S",
+    "CostModel",
+    "ProcessOverhead",
+    "initial_costs",
+]
 
 # CPU seconds a second of audio takes in the calls benchmark on the 2-core dev machine
 # (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro on one thread.
-PIPER_AUDIO_COST_S = 0.1
+PIPER_AUDIO_COST_S = 0.09
 KOKORO_AUDIO_COST_S = 1.0
 # Kokoro's first window: 300 ms of audio (24 frames of 12.5 ms), so that the second window,
 # rendered beside whatever else the turn's start needs, comes before it has played.
@@ -56,6 +62,7 @@ class CostModel:
     def __post_init__(self) -> None:
         self._work_s = self.audio_cost_s * _PRIOR_AUDIO_S
         self._audio_s = _PRIOR_AUDIO_S
+        self.observed_cpu_s = 0.0  # every job's CPU time observed so far (never halved)
 
     def prepare_s(self, chars: int) -> float:
         return self.prepare_fixed_s + self.prepare_per_char_s * chars
@@ -73,15 +80,55 @@ class CostModel:
             rate = seconds / (frames + self.context_frames)
             self.render_per_frame_s += _WEIGHT * (rate - self.render_per_frame_s)
 
+    def observe_elsewhere(self, seconds: float) -> None:
+        """A job took about ``seconds`` of CPU that ``audio_cost_s`` does not learn from (one
+        on several threads, whose CPU time its own thread does not see): counted as jobs' CPU
+        all the same, so that ``ProcessOverhead`` does not take it for overhead."""
+        self.observed_cpu_s += seconds
+
     def observe_work(self, seconds: float, audio_s: float = 0.0) -> None:
         """A job took ``seconds`` of CPU and gave ``audio_s`` of audio (0 for a text stage):
         updates ``audio_cost_s``."""
         self._work_s += seconds
         self._audio_s += audio_s
+        self.observed_cpu_s += seconds
         if self._audio_s > _AUDIO_MEMORY_S:
             self._work_s /= 2
             self._audio_s /= 2
         self.audio_cost_s = self._work_s / self._audio_s
+
+
+@dataclass
+class ProcessOverhead:
+    """The server process's CPU time over the CPU time of the jobs the cost models learnt from:
+    what a second of audio takes beyond its jobs (encoding, the protocols' framing, the event
+    loop, the worker threads' other work), as a factor on their ``audio_cost_s``. Measured over
+    spans of at least ``min_work_s`` of jobs; a span that sees less in ``max_span_s`` (an idle
+    server, whose event loop still ticks) is dropped. Pure: the caller passes both CPU clocks
+    and the time."""
+
+    ratio: float = 1.0
+    min_work_s: float = 1.0
+    max_span_s: float = 30.0
+    max_ratio: float = 2.0  # a phrase cache's hits cost encoding and no job: not a new engine
+
+    def __post_init__(self) -> None:
+        self._start: tuple[float, float, float] | None = None  # (jobs' CPU, process CPU, time)
+
+    def observe(self, jobs_cpu_s: float, process_cpu_s: float, now: float) -> None:
+        start = self._start
+        if start is None or now - start[2] > self.max_span_s:
+            self._start = (jobs_cpu_s, process_cpu_s, now)
+            return
+        work = jobs_cpu_s - start[0]
+        if work < self.min_work_s:
+            return
+        measured = min(self.max_ratio, max(1.0, (process_cpu_s - start[1]) / work))
+        self.ratio += _OVERHEAD_WEIGHT * (measured - self.ratio)
+        self._start = (jobs_cpu_s, process_cpu_s, now)
+
+
+_OVERHEAD_WEIGHT = 0.2
 
 
 def initial_costs(engine: str) -> CostModel:

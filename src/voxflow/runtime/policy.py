@@ -166,6 +166,8 @@ class SchedulingPolicy:
             stream.costs.observe_prepare(len(job.work.request.text), compute_s)
             if not _wide(job):
                 stream.costs.observe_work(compute_s if cpu_s is None else cpu_s)
+            else:
+                stream.costs.observe_elsewhere(compute_s * (job.threads or 1))
         return self.finish(stream, stream.prepared(job, utterance, compute_s), now)
 
     def rendered(
@@ -187,6 +189,8 @@ class SchedulingPolicy:
             if not _wide(job):
                 audio_s = frames * utterance.samples_per_frame / utterance.sample_rate
                 stream.costs.observe_work(compute_s if cpu_s is None else cpu_s, audio_s)
+            else:
+                stream.costs.observe_elsewhere(compute_s * (job.threads or 1))
         return self.finish(stream, stream.rendered(job, audio, compute_s, now), now)
 
     def failed(

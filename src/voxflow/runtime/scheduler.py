@@ -44,7 +44,7 @@ from voxflow.runtime.background import (
 )
 from voxflow.runtime.cache import Lookup, PhraseCache
 from voxflow.runtime.cache_steps import lookup, memory_hit, record_window
-from voxflow.runtime.costs import CostModel, initial_costs
+from voxflow.runtime.costs import CostModel, ProcessOverhead, initial_costs
 from voxflow.runtime.jobs import (
     Drained,
     Failed,
@@ -135,6 +135,7 @@ class Scheduler:
         self._clock = clock
         # Each engine's own rates (``initial_costs``), created on its first stream.
         self._costs: dict[str, CostModel] = {}
+        self._overhead = ProcessOverhead()
         self._cond = threading.Condition()
         self._policy = SchedulingPolicy(settings)  # guarded by the lock, as all below
         self._busy = 0
@@ -169,9 +170,14 @@ class Scheduler:
         return costs
 
     def audio_cost(self, engine: str) -> float:
-        """CPU seconds a second of ``engine``'s audio takes (``CostModel.audio_cost_s``, as
-        learnt so far): what admission counts one of its speaking streams at. Any thread."""
-        return self._engine_costs(engine).audio_cost_s
+        """CPU seconds of the whole process a second of ``engine``'s audio takes: its jobs'
+        (``CostModel.audio_cost_s``, as learnt so far) and what the process spends around them
+        (``ProcessOverhead``): what admission counts one of its speaking streams at. Any
+        thread."""
+        with self._cond:
+            jobs_cpu_s = sum(costs.observed_cpu_s for costs in self._costs.values())
+            self._overhead.observe(jobs_cpu_s, time.process_time(), self._clock())
+            return self._engine_costs(engine).audio_cost_s * self._overhead.ratio
 
     def trim_soon(self, collect: bool = False) -> None:
         """Return freed memory to the system once the workers are idle: for memory freed outside

@@ -104,7 +104,9 @@ class Admission:
         if self._settings.max_streams:
             limits.append(self._settings.max_streams)
         if self._settings.capacity:
-            limits.append(max(1, math.floor(self._settings.capacity / self._costs("piper"))))
+            # The tolerance _room admits with: 0.85 x 2 / 0.1 is 16.99... in floating point.
+            fit = math.floor(self._settings.capacity / self._costs("piper") + 1e-9)
+            limits.append(max(1, fit))
         return min(limits, default=0)
 
     @property

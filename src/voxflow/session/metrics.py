@@ -170,11 +170,23 @@ class ServerMetrics:
         )
         self.admitted_streams = Gauge(
             "voxflow_admitted_streams",
-            "Streams holding an admission slot (open contexts, every protocol)",
+            "Streams admitted and open (contexts, every protocol; slots under a count cap)",
             registry=self.registry,
         )
         self.stream_limit = Gauge(
-            "voxflow_stream_limit", "The cap on admitted streams", registry=self.registry
+            "voxflow_stream_limit",
+            "How many Piper streams may speak at once (the count cap or the capacity)",
+            registry=self.registry,
+        )
+        self.load = Gauge(
+            "voxflow_load",
+            "CPU seconds a second the speaking streams take, as admission counts them",
+            registry=self.registry,
+        )
+        self.capacity = Gauge(
+            "voxflow_capacity",
+            "CPU seconds a second admission lets speaking streams take (0: no limit)",
+            registry=self.registry,
         )
         # The standard process collector has no thread count; a thread leak shows here
         # (`voxflow soak` reads it before and after each fault).

@@ -111,6 +111,8 @@ class Services:
         )
         metrics.admitted_streams.set_function(lambda: admission.active)
         metrics.stream_limit.set_function(lambda: admission.limit)
+        metrics.load.set_function(lambda: admission.load(time.monotonic()))
+        metrics.capacity.set(admission.capacity)
         warmup = None
         if settings.warm_path is not None:
             if cache is None:

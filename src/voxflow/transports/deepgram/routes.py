@@ -43,7 +43,8 @@ def _admit(services: Services, websocket: WebSocket) -> SpeakOptions:
     # stream is admitted for each turn, not the connection; admitting one and giving it back
     # refuses (and counts) a connection that could not speak now, with the usual retry hint.
     engine = services.registry.get(speech.voice).engine
-    services.admission.release(services.admission.acquire(engine, 1, time.monotonic()))
+    slots = services.settings.kokoro_stream_slots if engine == "kokoro" else 1
+    services.admission.release(services.admission.acquire(engine, slots, time.monotonic()))
     return speech
 
 
