@@ -10,7 +10,7 @@ import pytest
 
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.runtime.leads import lead_in
+from voxflow.runtime.handover import lead_in
 from voxflow.runtime.phrases import (
     CachedPhrase,
     ModelFingerprints,

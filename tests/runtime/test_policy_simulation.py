@@ -9,6 +9,7 @@ import pytest
 
 from tests.simulation import SimCosts, Simulation, Turn, TurnHeard
 from voxflow.bench.corpus import load_corpus
+from voxflow.session.context import DEFAULT_HURRY_MARGIN_S
 from voxflow.session.options import SessionConfig
 
 # Replies that open with a short sentence while the next one, long and comma-free, is still
@@ -23,7 +24,7 @@ OPENERS = (
 )
 
 
-def _config(hurry: float | None = 0.35) -> SessionConfig:
+def _config(hurry: float | None = DEFAULT_HURRY_MARGIN_S) -> SessionConfig:
     return SessionConfig(default_voice="sim", default_format="pcm_22050", hurry_margin_s=hurry)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
+from voxflow.runtime.handover import LEAD_IN_FRAMES
 from voxflow.runtime.scheduler import (
     Drained,
     Failed,
@@ -19,7 +20,6 @@ from voxflow.runtime.scheduler import (
     SchedulerSettings,
     SegmentRequest,
 )
-from voxflow.runtime.stream import LEAD_IN_FRAMES
 
 from .wrapped_engine import WrappedEngine
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from voxflow.bench.corpus import load_corpus
 from voxflow.bench.stats import Distribution
-from voxflow.client.client import VoxflowClient, speak, stream_url
-from voxflow.client.recorder import ContextResult
+from voxflow.client.client import VoxflowClient, stream_url
+from voxflow.client.recorder import ContextResult, speak
 
 __all__ = ["CacheBenchOptions", "CacheReport", "run_cache_bench"]
 

@@ -28,7 +28,8 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.asyncio.client import connect
 
 from voxflow.bench.options import BenchOptions
-from voxflow.client.client import VoxflowClient, speak
+from voxflow.client.client import VoxflowClient
+from voxflow.client.recorder import speak
 
 __all__ = ["HttpResult", "MemoryResult", "run_memory_section"]
 

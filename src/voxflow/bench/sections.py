@@ -27,14 +27,9 @@ from voxflow.bench.progress import ProgressLine
 from voxflow.bench.results import CancelResult, Level, Run, Section, first_sentence_chars
 from voxflow.bench.stats import Distribution
 from voxflow.bench.tokens import llm_tokens
-from voxflow.client.client import (
-    AudioEvent,
-    ContextRecorder,
-    ContextResult,
-    ErrorEvent,
-    VoxflowClient,
-    speak,
-)
+from voxflow.client.client import VoxflowClient
+from voxflow.client.messages import AudioEvent, ErrorEvent
+from voxflow.client.recorder import ContextRecorder, ContextResult, speak
 from voxflow.text.buffer import ChunkingConfig, TextBuffer
 
 __all__ = ["VoxflowRunner", "first_segment_token"]

@@ -38,21 +38,15 @@ from voxflow.client.messages import (
     start_message,
     text_message,
 )
-
-# Re-exported: the benchmarks import these from here, where they lived before the split.
-from voxflow.client.recorder import ContextRecorder, ContextResult, speak
 from voxflow.client.routing import ContextRouter
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "STREAM_PATH",
     "AudioEvent",
-    "ContextRecorder",
-    "ContextResult",
     "ErrorEvent",
     "VoxflowClient",
     "VoxflowConnectionError",
-    "speak",
     "stream_url",
 ]
 

@@ -23,9 +23,7 @@ from voxflow.client.messages import (
 )
 from voxflow.client.playout import PlayoutBuffer, PlayoutStats
 
-if TYPE_CHECKING:
-    # Only for annotations: client.py re-exports this module's names for older importers, so a
-    # run-time import here would be circular.
+if TYPE_CHECKING:  # only for annotations: a recorder is handed its client
     from voxflow.client.client import VoxflowClient
 
 

@@ -20,8 +20,8 @@ from typing import Protocol
 
 from voxflow.engines.base import Engine, Utterance
 from voxflow.runtime.cache import PhraseCache
+from voxflow.runtime.handover import lead_in
 from voxflow.runtime.jobs import SegmentRequest
-from voxflow.runtime.leads import lead_in
 from voxflow.runtime.recording import Recording
 
 __all__ = [

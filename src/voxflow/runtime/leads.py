@@ -18,33 +18,19 @@ lead stops, where rendering starts, and where the takeover switches in.
 
 from __future__ import annotations
 
-from voxflow.engines.base import Utterance
-from voxflow.runtime.handover import choose_switch
+from voxflow.runtime.handover import choose_switch, lead_in
 from voxflow.runtime.work import Work
 
 __all__ = [
-    "LEAD_IN_FRAMES",
     "LEAD_URGENT_S",
     "SPLICE_FRAMES",
     "hold_frame",
-    "lead_in",
     "start_after_finished_lead",
     "switch_from_lead",
 ]
 
 SPLICE_FRAMES = 1  # frames cross-faded where a takeover joins its lead mid-utterance
 LEAD_URGENT_S = 0.35  # a held lead renders its last word when its listener has this much left
-# Frames rendered before an utterance's first word: the silence before it (25 to 80 ms on the
-# bundled voice) is trimmed by the seam joiner anyway, but speech can start up to two frames
-# before the word's first frame (a stress mark, a breath).
-LEAD_IN_FRAMES = 3
-
-
-def lead_in(utterance: Utterance) -> int:
-    """Where rendering an utterance from its start begins: just before its first word."""
-    if not utterance.words:
-        return 0
-    return max(0, utterance.words[0].start_frame - LEAD_IN_FRAMES)
 
 
 def hold_frame(work: Work, first_frames: int) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from voxflow.engines.base import FloatArray, Utterance
-from voxflow.runtime.leads import lead_in
+from voxflow.runtime.handover import lead_in
 from voxflow.runtime.phrases import CachedPhrase
 
 __all__ = ["Recording"]

@@ -30,6 +30,7 @@ import numpy as np
 
 from voxflow.engines.base import FloatArray, Utterance
 from voxflow.runtime.costs import CostModel
+from voxflow.runtime.handover import lead_in
 from voxflow.runtime.jobs import (
     Drained,
     Failed,
@@ -40,19 +41,17 @@ from voxflow.runtime.jobs import (
     Sink,
 )
 from voxflow.runtime.leads import (
-    LEAD_IN_FRAMES,
     LEAD_URGENT_S,
     hold_frame,
-    lead_in,
     start_after_finished_lead,
     switch_from_lead,
 )
 from voxflow.runtime.windows import WindowPolicy
 from voxflow.runtime.work import Job, Lane, Timing, Work
 
-# Job, Lane, Timing, Work and LEAD_IN_FRAMES are re-exported: the scheduler and the tests import
-# them from here, where they were defined before the lead rules and the types had modules.
-__all__ = ["LEAD_IN_FRAMES", "Job", "Lane", "StreamState", "Timing", "Work"]
+# Job, Lane, Timing and Work are re-exported: the scheduler and the tests import them from
+# here, where they were defined before the lead rules and the types had modules.
+__all__ = ["Job", "Lane", "StreamState", "Timing", "Work"]
 
 # How long before its lead would run out a takeover's text stage should be done: the takeover's
 # first window must follow, and on a loaded machine a job takes longer than alone.

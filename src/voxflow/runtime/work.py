@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from voxflow.engines.base import Utterance
 from voxflow.runtime.jobs import SegmentRequest
-
-if TYPE_CHECKING:  # recording imports leads, which imports this module
-    from voxflow.runtime.phrases import CachedPhrase
-    from voxflow.runtime.recording import Recording
+from voxflow.runtime.phrases import CachedPhrase
+from voxflow.runtime.recording import Recording
 
 __all__ = ["Job", "Lane", "Timing", "Work"]
 
