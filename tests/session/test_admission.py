@@ -10,7 +10,7 @@ import pytest
 from tests.simulation import Simulation, Turn
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Drained
-from voxflow.session.admission import Admission, AdmissionSettings, Refusal, Ticket
+from voxflow.session.admission import Admission, AdmissionSettings, Refusal, Ticket, stream_slots
 from voxflow.session.context import OPEN_GRACE_S
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut, OpenStream, Output
@@ -223,3 +223,8 @@ def test_an_ended_turn_counts_until_its_listener_heard_it_unless_the_caller_barg
         assert sim.admission.active == 0  # the context itself has ended
     assert loads[None] > 0  # still heard: its call is speaking
     assert loads[1.5] == 0  # Pipecat says when the caller barged in, even after the end
+
+
+def test_a_kokoro_stream_holds_its_slots_of_a_count_cap_and_any_other_one() -> None:
+    assert stream_slots("kokoro", 3) == 3
+    assert stream_slots("piper", 3) == 1

@@ -256,11 +256,16 @@ def compare(
         streamed = transcriber.transcribe(
             *render_streamed(engine, text, voice, settings, policy, threads)
         )
-        whole_errors, words = word_errors(text, whole)
-        streamed_errors, _ = word_errors(text, streamed)
-        log.info("%s: %r -> whole %r, streamed %r", voice, text, whole, streamed)
-        results.append(SentenceResult(text, whole, streamed, words, whole_errors, streamed_errors))
+        results.append(_scored(voice, text, whole, streamed))
     return IntelligibilityReport(voice, tuple(results))
+
+
+def _scored(voice: str, reference: str, whole: str, streamed: str) -> SentenceResult:
+    """Both transcripts of ``reference`` scored against it."""
+    whole_errors, words = word_errors(reference, whole)
+    streamed_errors, _ = word_errors(reference, streamed)
+    log.info("%s: %r -> whole %r, streamed %r", voice, reference, whole, streamed)
+    return SentenceResult(reference, whole, streamed, words, whole_errors, streamed_errors)
 
 
 def compare_replies(
@@ -290,12 +295,5 @@ def compare_replies(
         )
         heard_whole = transcriber.transcribe(whole.audio, whole.sample_rate)
         heard_streamed = transcriber.transcribe(streamed.audio, streamed.sample_rate)
-        whole_errors, words = word_errors(spoken, heard_whole)
-        streamed_errors, _ = word_errors(spoken, heard_streamed)
-        log.info("%s: %r -> whole %r, streamed %r", voice, spoken, heard_whole, heard_streamed)
-        results.append(
-            SentenceResult(
-                spoken, heard_whole, heard_streamed, words, whole_errors, streamed_errors
-            )
-        )
+        results.append(_scored(voice, spoken, heard_whole, heard_streamed))
     return IntelligibilityReport(voice, tuple(results))

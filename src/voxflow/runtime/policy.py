@@ -164,10 +164,7 @@ class SchedulingPolicy:
         ``learn``: it was computed (not a cached phrase)."""
         if learn:
             stream.costs.observe_prepare(len(job.work.request.text), compute_s)
-            if not _wide(job):
-                stream.costs.observe_work(compute_s if cpu_s is None else cpu_s)
-            else:
-                stream.costs.observe_elsewhere(compute_s * (job.threads or 1))
+            _observe_work(stream.costs, job, compute_s, cpu_s)
         return self.finish(stream, stream.prepared(job, utterance, compute_s), now)
 
     def rendered(
@@ -186,11 +183,8 @@ class SchedulingPolicy:
         if learn and job.window is not None and utterance is not None:
             frames = job.window[1] - job.window[0]
             stream.costs.observe_render(frames, compute_s)
-            if not _wide(job):
-                audio_s = frames * utterance.samples_per_frame / utterance.sample_rate
-                stream.costs.observe_work(compute_s if cpu_s is None else cpu_s, audio_s)
-            else:
-                stream.costs.observe_elsewhere(compute_s * (job.threads or 1))
+            audio_s = frames * utterance.samples_per_frame / utterance.sample_rate
+            _observe_work(stream.costs, job, compute_s, cpu_s, audio_s)
         return self.finish(stream, stream.rendered(job, audio, compute_s, now), now)
 
     def failed(
@@ -210,6 +204,18 @@ class SchedulingPolicy:
         if not stream.cancelled:
             self.requeue(stream, now)
         return events
+
+
+def _observe_work(
+    costs: CostModel, job: Job, compute_s: float, cpu_s: float | None, audio_s: float = 0.0
+) -> None:
+    """Teach ``costs`` what ``job`` took of the CPU (``cpu_s`` on its thread; None: all of
+    ``compute_s``) for ``audio_s`` of audio. A job on several cores counts only towards the
+    jobs' total: its thread's CPU time is not all it took."""
+    if _wide(job):
+        costs.observe_elsewhere(compute_s * (job.threads or 1))
+    else:
+        costs.observe_work(compute_s if cpu_s is None else cpu_s, audio_s)
 
 
 def _wide(job: Job) -> bool:

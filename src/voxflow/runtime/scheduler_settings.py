@@ -15,7 +15,7 @@ class SchedulerSettings:
     first_window_frames: int = 16
     # A job cannot be interrupted: a stream about to run dry waits for a worker's window to
     # end. 128 frames (1.5 s of audio, ~0.1 s of work) keep that wait short with many calls,
-    # for 3% more work than 256-frame windows (docs/benchmarks.md#calls).
+    # for 3% more work than 256-frame windows.
     max_window_frames: int = 128
     max_lead_s: float = 20.0
     # When a fresh stream's first audio is due: the deadline that orders it against streams

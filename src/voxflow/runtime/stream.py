@@ -92,7 +92,8 @@ class StreamState:
         self._costs = costs
         self._first_audio_s = first_audio_s
         self._max_lead_s = max_lead_s
-        self._lead_hold_s = lead_hold_s
+        # An engine's own hold, where it needs more than the scheduler's.
+        self._lead_hold_s = lead_hold_s if costs.lead_hold_s is None else costs.lead_hold_s
         self._burst_s = burst_s
         self.rendered_s = 0.0  # audio rendered so far, all runs
         self.works: deque[Work] = deque()
@@ -199,10 +200,7 @@ class StreamState:
         if work.phrase is not None and self.first_audio_at is not None:
             release = max(release, self.first_audio_at + HIT_REST_AFTER_S)
         if self._held(work):
-            hold_s = self._lead_hold_s
-            if self._costs.lead_hold_s is not None:
-                hold_s = self._costs.lead_hold_s
-            release = max(release, end - hold_s)
+            release = max(release, end - self._lead_hold_s)
             if work.next >= self._hold_frame(work):
                 release = max(release, end - LEAD_URGENT_S)
         return Timing(release, end - cost - 0.03)

@@ -37,9 +37,15 @@ from dataclasses import dataclass, field
 from voxflow.runtime.costs import PIPER_AUDIO_COST_S
 from voxflow.session.errors import SessionError
 
-__all__ = ["Admission", "AdmissionSettings", "Refusal", "Ticket"]
+__all__ = ["Admission", "AdmissionSettings", "Refusal", "Ticket", "stream_slots"]
 
 log = logging.getLogger(__name__)
+
+
+def stream_slots(engine: str, kokoro_slots: int) -> int:
+    """What a stream of ``engine`` holds of a count cap: a Kokoro one ``kokoro_slots``, any
+    other one."""
+    return kokoro_slots if engine == "kokoro" else 1
 
 
 class Refusal(enum.Enum):

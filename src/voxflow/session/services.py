@@ -77,11 +77,10 @@ class Services:
         if cache is not None:
             # The first key of a voice hashes its model: here, not in a listener's first job.
             cache.key(engine, "", default_voice, VoiceSettings())
-        workers = settings.worker_threads
         scheduler = Scheduler(
             engine,
             SchedulerSettings(
-                workers=workers,
+                workers=settings.worker_threads,
                 max_lead_s=settings.max_lead_s,
                 # A job alone on the machine may use every core, no more than there are.
                 wide_threads=min(SchedulerSettings.wide_threads, default_workers()),

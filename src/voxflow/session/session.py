@@ -39,7 +39,7 @@ from voxflow.runtime.jobs import (
     SchedulerEvent,
     SegmentRequest,
 )
-from voxflow.session.admission import Admission, Ticket
+from voxflow.session.admission import Admission, Ticket, stream_slots
 from voxflow.session.context import Context, ContextOptions, ContextState
 from voxflow.session.encoding import Encoded, EncodeJob
 from voxflow.session.errors import SessionError
@@ -381,7 +381,7 @@ class Session:
 
     def _slots_for(self, voice: str) -> int:
         """What a stream of ``voice`` holds of a count cap (``SessionConfig.kokoro_slots``)."""
-        return self._config.kokoro_slots if self._voices(voice).engine == "kokoro" else 1
+        return stream_slots(self._voices(voice).engine, self._config.kokoro_slots)
 
     def _get(self, cid: str) -> Context:
         context = self._contexts.get(cid)

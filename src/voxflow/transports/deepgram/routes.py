@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.websockets import WebSocket
 
+from voxflow.session.admission import stream_slots
 from voxflow.session.runner import PeerGone, run_connection
 from voxflow.session.services import Services
 from voxflow.session.session import SessionError
@@ -43,7 +44,7 @@ def _admit(services: Services, websocket: WebSocket) -> SpeakOptions:
     # stream is admitted for each turn, not the connection; admitting one and giving it back
     # refuses (and counts) a connection that could not speak now, with the usual retry hint.
     engine = services.registry.get(speech.voice).engine
-    slots = services.settings.kokoro_stream_slots if engine == "kokoro" else 1
+    slots = stream_slots(engine, services.settings.kokoro_stream_slots)
     services.admission.release(services.admission.acquire(engine, slots, time.monotonic()))
     return speech
 
