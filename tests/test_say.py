@@ -1,4 +1,5 @@
-"""``voxflow.say``: one-shot synthesis through the server's own path (session, scheduler, seams)."""
+"""``voxflow.connection.speaker``: one-shot synthesis through the server's own path (session,
+scheduler, seams)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from voxflow.connection.speaker import LocalSpeaker, segment_text
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.say import LocalSpeaker, segment_text
-from voxflow.session.session import SessionConfig, StartOptions
-from voxflow.text.buffer import ChunkingConfig, Strategy
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.text.chunking import ChunkingConfig, Strategy
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "

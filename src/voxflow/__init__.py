@@ -1,3 +1,65 @@
-"""voxflow: real-time streaming text-to-speech for voice agents."""
+"""voxflow: real-time streaming text-to-speech for voice agents.
 
-__version__ = "0.1.0"
+The public API: what an application that embeds voxflow, or drives a voxflow server, imports.
+
+* Synthesis in this process: ``LocalSpeaker`` runs the server's own path (segments, leads and
+  takeovers, render windows, seams) on an engine from ``build_engine(VoiceRegistry())``.
+* A server in this process: ``create_app(ServerSettings(...))`` is the ASGI app ``voxflow serve``
+  runs.
+* A server elsewhere: ``VoxflowClient`` speaks the native WebSocket protocol; ``speak`` records
+  one context's audio and word timings; ``PlayoutBuffer`` models a client's player.
+* The settings they take: ``VoiceSettings`` (speed, seed, speaker), ``StartOptions`` (a context's
+  voice, settings, format, normalization), ``SessionConfig`` and ``ChunkingConfig``.
+
+Everything else is internal: its modules move as the code does.
+"""
+
+from voxflow.client import (
+    ContextRecorder,
+    ContextResult,
+    PlayoutBuffer,
+    PlayoutStats,
+    VoxflowClient,
+    VoxflowConnectionError,
+    WordTimestamp,
+    speak,
+    stream_url,
+)
+from voxflow.config import ServerSettings
+from voxflow.connection.speaker import LocalSpeaker, SayResult, SayStats
+from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.router import build_engine
+from voxflow.server.app import create_app
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.text.chunking import ChunkingConfig, Strategy
+from voxflow.text.normalize.normalizer import NormalizationMode
+from voxflow.version import __version__
+
+__all__ = [
+    "ChunkingConfig",
+    "ContextRecorder",
+    "ContextResult",
+    "Engine",
+    "LocalSpeaker",
+    "NormalizationMode",
+    "PlayoutBuffer",
+    "PlayoutStats",
+    "SayResult",
+    "SayStats",
+    "ServerSettings",
+    "SessionConfig",
+    "StartOptions",
+    "Strategy",
+    "VoiceNotFoundError",
+    "VoiceRegistry",
+    "VoiceSettings",
+    "VoxflowClient",
+    "VoxflowConnectionError",
+    "WordTimestamp",
+    "__version__",
+    "build_engine",
+    "create_app",
+    "speak",
+    "stream_url",
+]

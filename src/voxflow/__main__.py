@@ -2,7 +2,7 @@
 
 import sys
 
-from voxflow.cli import main
+from voxflow.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

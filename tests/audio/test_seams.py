@@ -10,12 +10,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from voxflow.audio.seams import JoinKind, SeamJoiner, SeamSettings, SegmentMap
+from voxflow.audio.seam_settings import JoinKind, SeamSettings
+from voxflow.audio.seams import SeamJoiner, SegmentMap
+from voxflow.connection.speaker import segment_text
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.say import segment_text
 from voxflow.session.context import join_kind
-from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, Strategy
+from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
 
 Audio = npt.NDArray[np.float32]
 

@@ -14,8 +14,7 @@ from contextlib import asynccontextmanager
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from voxflow.bench.engine import LONG_SENTENCE as LONG
-from voxflow.bench.engine import SHORT
+from tests.support.traffic import LONG, SHORT
 from voxflow.client import (
     AudioEvent,
     CancelledEvent,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port
-from tests.deploy.manifests import DEPLOY, PORT, load
+from tests.support.manifests import DEPLOY, PORT, load
+from tests.support.servers import free_port
 
 NGINX_DIR = DEPLOY / "nginx"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

@@ -10,7 +10,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from tests.deploy.manifests import DEPLOY, PORT, REPO, venv_tool
+from tests.support.manifests import DEPLOY, PORT, REPO, venv_tool
 
 DOCKERFILE = DEPLOY / "Dockerfile"
 
@@ -100,5 +100,5 @@ def test_the_build_context_holds_what_the_build_copies_and_the_package_needs() -
     for name in copied:
         assert (REPO / name).exists(), name
         assert not _ignored(name, patterns), f".dockerignore leaves out {name}"
-    assert not _ignored("src/voxflow/cli.py", patterns)
+    assert not _ignored("src/voxflow/cli/main.py", patterns)
     assert _ignored(".venv", patterns) and _ignored("tests", patterns)

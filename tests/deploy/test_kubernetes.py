@@ -15,10 +15,10 @@ import pytest
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError
 
-from tests.deploy.manifests import KUBERNETES, PORT, load, load_all
+from tests.support.manifests import KUBERNETES, PORT, load, load_all
 from voxflow.config import ServerSettings
 from voxflow.server.app import create_app
-from voxflow.session.metrics import ServerMetrics
+from voxflow.server.metrics import ServerMetrics
 
 # The oldest Kubernetes still commonly run; the manifests use nothing newer.
 KUBERNETES_VERSION = "1.29"

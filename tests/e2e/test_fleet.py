@@ -30,9 +30,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.conftest import free_port
-from tests.e2e.serve_process import serve_processes
-from tests.redis_server import redis_server
+from tests.support.redis_server import redis_server
+from tests.support.serve_process import serve_processes
+from tests.support.servers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 PROXY_CONF = REPO / "deploy" / "nginx" / "voxflow-proxy.conf"

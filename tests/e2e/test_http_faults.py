@@ -13,9 +13,9 @@ import httpx
 import pytest
 import uvicorn
 
-from tests.conftest import free_port, serving
+from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 
 # About five minutes of speech: rendered unpaced it keeps coming for seconds, far more bytes
 # (at 44.1 kHz PCM) than the client's and the server's socket buffers hold.

@@ -17,7 +17,7 @@ import numpy as np
 import openai
 import pytest
 
-from tests.e2e.serve_process import serve_process
+from tests.support.serve_process import serve_process
 from voxflow.client import VoxflowClient, speak, stream_url
 
 HEART = "kokoro:af_heart"

@@ -6,7 +6,7 @@ import re
 import urllib.request
 from pathlib import Path
 
-from tests.e2e.serve_process import serve_process
+from tests.support.serve_process import serve_process
 
 
 def _metric(port: int, name: str) -> float:

@@ -19,8 +19,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.e2e.serve_process import serve_process
-from voxflow.bench.soak_options import SLOW_TEXT
+from tests.support.serve_process import serve_process
+from tests.support.traffic import SLOW_TEXT
 
 # Twenty different sentences (one said twenty times would be phrase cache hits from its third
 # time on, rendered at once): the streams are still rendering when the drain ends.

@@ -28,9 +28,9 @@ from typing import Any
 import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.conftest import serving
+from tests.support.servers import serving
 from voxflow.config import ServerSettings
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 
 CLIENTS = 1000
 BATCH = 50  # clients connected at once

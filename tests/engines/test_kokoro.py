@@ -4,7 +4,7 @@ model, a stream against a whole render, blends, and the router that puts it besi
 
 The engine loads once for the session (``kokoro_engine``): splitting the model takes a few
 seconds on the 2-core dev machine. A voice then loads in the time it takes to read its pack:
-every voice starts its streams from the shipped prior (``voxflow.engines.kokoro_prior``).
+every voice starts its streams from the shipped prior (``voxflow.engines.kokoro.prior``).
 
 Distances are measured with ``_mel_distance``: the mean absolute difference of two log-mel
 spectrograms (24 kHz, 1024-point FFT, hop 256, 80 bands to 12 kHz), in dB, each floored 80 dB
@@ -23,11 +23,11 @@ import numpy.typing as npt
 import onnxruntime as ort
 import pytest
 
-from voxflow.engines import kokoro_model
 from voxflow.engines.base import Utterance, VoiceSettings
-from voxflow.engines.kokoro import KokoroEngine
-from voxflow.engines.kokoro_phonemes import PAD, kokoro_ids
-from voxflow.engines.kokoro_voices import default_voices_dir, load_pack, pack_digest
+from voxflow.engines.kokoro import model as kokoro_model
+from voxflow.engines.kokoro.engine import KokoroEngine
+from voxflow.engines.kokoro.phonemes import PAD, kokoro_ids
+from voxflow.engines.kokoro.voices import default_voices_dir, load_pack, pack_digest
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voxflow.engines.kokoro_phonemes import MAX_IDS, PAD, VOCAB, kokoro_ids
+from voxflow.engines.kokoro.phonemes import MAX_IDS, PAD, VOCAB, kokoro_ids
 from voxflow.engines.phonemize import Phonemizer
 
 

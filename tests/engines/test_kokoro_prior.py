@@ -1,5 +1,5 @@
 """Kokoro's shipped priors: the file format, the file itself against the packs and the model,
-and the calibration that computes it (``voxflow.engines.kokoro_prior``, ``kokoro_calibrate``)."""
+and the calibration that computes it (``voxflow.engines.kokoro.prior``, ``kokoro_calibrate``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxflow.engines.kokoro import KokoroEngine
-from voxflow.engines.kokoro_calibrate import calibrate, main
-from voxflow.engines.kokoro_prior import (
+from voxflow.engines.kokoro.calibrate import calibrate, main
+from voxflow.engines.kokoro.engine import KokoroEngine
+from voxflow.engines.kokoro.prior import (
     CALIBRATION,
     PRIOR_FILE,
     PackPrior,
@@ -18,12 +18,12 @@ from voxflow.engines.kokoro_prior import (
     mean_stats,
     save_priors,
 )
-from voxflow.engines.kokoro_running import Stats
-from voxflow.engines.kokoro_voices import default_voices_dir, pack_digest
+from voxflow.engines.kokoro.running import Stats
+from voxflow.engines.kokoro.voices import default_voices_dir, pack_digest
 
 HEART = "kokoro:af_heart"
 SHORT = "Hello there."
-SUMS = Path(__file__).parents[2] / "src" / "voxflow" / "engines" / "kokoro_voices.sha256"
+SUMS = Path(__file__).parents[2] / "src" / "voxflow" / "engines" / "kokoro" / "voices.sha256"
 
 
 def _stats(rng: np.random.Generator, channels: list[int]) -> Stats:
@@ -99,7 +99,7 @@ def test_mean_stats_weighs_layer_by_layer() -> None:
 
 
 def test_the_shipped_priors_are_the_english_packs_calibration() -> None:
-    # One prior per pack of kokoro_voices.sha256, under that pack's digest.
+    # One prior per pack of voices.sha256, under that pack's digest.
     with np.load(PRIOR_FILE) as data:
         names, digests = [str(n) for n in data["names"]], [str(d) for d in data["digests"]]
         shipped = dict(zip(names, digests, strict=True))

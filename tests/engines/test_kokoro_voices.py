@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxflow.engines.kokoro_voices import (
+from voxflow.engines.kokoro.voices import (
     MAX_BLEND,
     PACK_BYTES,
     PACK_ROWS,

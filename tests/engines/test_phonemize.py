@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from voxflow.bench.corpus import load_corpus
+from tests.support.traffic import corpus_texts
 from voxflow.engines.phonemize import (
     _ESPEAK,
     Phonemizer,
@@ -85,7 +85,7 @@ def _piper_sentences(
 
 
 def test_espeak_sentences_are_pipers_for_every_corpus_reply_and_voice() -> None:
-    texts = [reply.text for reply in load_corpus()] + [_FRENCH_WORD, "No end", "a, b; c: d."]
+    texts = [*corpus_texts(), _FRENCH_WORD, "No end", "a, b; c: d."]
     for voice in ("en-us", "en-gb-x-rp", "fr"):
         for text in texts:
             assert espeak_sentences(voice, text) == _piper_sentences(voice, text), (voice, text)

@@ -19,7 +19,7 @@ from elevenlabs.core.api_error import ApiError
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.conftest import free_port, serving
+from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
 
 CAP = 2

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.fuzz_inputs import (
+from tests.support.fuzz_inputs import (
     FRAMES_PER_EXAMPLE,
     FUZZ,
     METRICS,
@@ -27,14 +27,14 @@ from tests.reliability.fuzz_inputs import (
     nasty_text,
 )
 from voxflow.config import ServerSettings
+from voxflow.connection.runner import Reply
+from voxflow.server.services import Services
 from voxflow.session.events import (
     AudioOut,
     ClientEvent,
     DoneOut,
     ErrorOut,
 )
-from voxflow.session.runner import Reply
-from voxflow.session.services import Services
 from voxflow.session.session import Session
 from voxflow.transports.elevenlabs.errors import error_name, socket_error
 from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol, driver_contexts

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.fuzz_inputs import (
+from tests.support.fuzz_inputs import (
     FUZZ,
     assert_catalogued,
     assert_strict_json,
@@ -30,8 +30,8 @@ from tests.reliability.fuzz_inputs import (
 )
 from voxflow.config import ServerSettings
 from voxflow.engines.base import VoiceSettings
+from voxflow.server.services import Services
 from voxflow.session.errors import SessionError
-from voxflow.session.services import Services
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.openai import http as openai_http
 

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.fuzz_inputs import (
+from tests.support.fuzz_inputs import (
     FRAMES_PER_EXAMPLE,
     FUZZ,
     METRICS,
@@ -31,8 +31,8 @@ from voxflow.session.events import (
     Output,
     SubmitSegment,
 )
-from voxflow.session.options import MAX_NAME_CHARS
-from voxflow.session.session import Session, SessionConfig
+from voxflow.session.options import MAX_NAME_CHARS, SessionConfig
+from voxflow.session.session import Session
 from voxflow.transports.native.protocol import NativeProtocol
 
 contexts = st.one_of(st.sampled_from(["a", "b", "default"]), names)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.fuzz_inputs import (
+from tests.support.fuzz_inputs import (
     FUZZ,
     METRICS,
     assert_catalogued,
@@ -26,11 +26,11 @@ from tests.reliability.fuzz_inputs import (
     nasty_text,
     nasty_value,
 )
-from tests.transports.wyoming.messages import Event
+from tests.support.wyoming_messages import Event
 from voxflow.config import ServerSettings
+from voxflow.connection.runner import Reply
+from voxflow.server.services import Services
 from voxflow.session.events import AudioOut, CancelledOut, CloseOut, DoneOut, ErrorOut
-from voxflow.session.runner import Reply
-from voxflow.session.services import Services
 from voxflow.session.session import Session
 from voxflow.transports.wyoming.framing import BadEvent, read_event
 from voxflow.transports.wyoming.protocol import WyomingFrame, WyomingProtocol

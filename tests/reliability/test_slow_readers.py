@@ -18,11 +18,11 @@ from contextlib import contextmanager
 import pytest
 import uvicorn
 
-from tests.conftest import free_port, serving
-from voxflow.bench.soak_options import SLOW_TEXT
-from voxflow.bench.soak_wire import handshake_request, masked_frame
+from tests.support.raw_http import WS_UPGRADE, client_text_frame, head
+from tests.support.servers import free_port, serving
+from tests.support.traffic import SLOW_TEXT
 from voxflow.config import ServerSettings
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 
 SETTLE_S = 60.0
 # The runner gives a close 2 s before it aborts the connection (session/runner.py).
@@ -72,12 +72,12 @@ def _slow_reader(protocol: str) -> Iterator[tuple[uvicorn.Server, Services]]:
         client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills at once
         client.settimeout(SETTLE_S)
         client.connect(("127.0.0.1", settings.port))
-        client.sendall(handshake_request(f"127.0.0.1:{settings.port}", path))
-        head = b""
-        while b"\r\n\r\n" not in head:  # the 101, byte by byte: nothing after it is read
-            head += client.recv(1)
-        assert head.startswith(b"HTTP/1.1 101")
-        client.sendall(b"".join(masked_frame(json.dumps(frame)) for frame in frames))
+        client.sendall(head("GET", path, *WS_UPGRADE))
+        answer = b""
+        while b"\r\n\r\n" not in answer:  # the 101, byte by byte: nothing after it is read
+            answer += client.recv(1)
+        assert answer.startswith(b"HTTP/1.1 101")
+        client.sendall(b"".join(client_text_frame(json.dumps(frame)) for frame in frames))
         _until(lambda: services.scheduler.stats().active_streams == 1, "no stream started")
         yield server, services
 

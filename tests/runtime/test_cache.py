@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 import redis as redis_client
 
+from tests.support.redis_server import RedisServer, redis_server
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.runtime.cache import CacheSettings, PhraseCache, Tier
-from voxflow.runtime.phrases import CachedPhrase
-from voxflow.runtime.redis_tier import RedisTier, RedisTierSettings
-
-from ..redis_server import RedisServer, redis_server
+from voxflow.runtime.cache.phrase_cache import CacheSettings, PhraseCache, Tier
+from voxflow.runtime.cache.phrases import CachedPhrase
+from voxflow.runtime.cache.redis_tier import RedisTier, RedisTierSettings
 
 
 def _phrase(frames: int, value: float = 0.1, hop: int = 256) -> CachedPhrase:
@@ -128,7 +127,7 @@ def test_a_phrase_one_replica_kept_is_a_shared_hit_on_another(redis: RedisServer
 def test_redis_going_away_is_a_miss_and_it_comes_back_by_itself(
     redis: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="voxflow.runtime.redis_tier")
+    caplog.set_level(logging.INFO, logger="voxflow.runtime.cache.redis_tier")
     tier = _tier(redis, retry_s=0.2)
     cache = PhraseCache(CacheSettings(), tier)
     try:

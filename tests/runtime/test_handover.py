@@ -8,7 +8,7 @@ from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.handover import Switch, choose_switch, frame_at
 from voxflow.session.pieces import switch_points
-from voxflow.text.normalize import Normalized
+from voxflow.text.normalize.normalizer import Normalized
 
 LEAD = "Your order left the warehouse"
 WHOLE = "Your order left the warehouse this morning and should arrive on Thursday."

@@ -7,8 +7,9 @@ from voxflow.engines.base import VoiceSettings
 from voxflow.runtime.costs import initial_costs
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.runtime.lane_queue import LaneQueue
-from voxflow.runtime.scheduler import SchedulerSettings
-from voxflow.runtime.stream import Lane, StreamState
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.runtime.stream import StreamState
+from voxflow.runtime.work import Lane
 
 
 def _stream(stream_id: int) -> StreamState:

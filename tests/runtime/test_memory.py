@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from voxflow.connection.local import LocalRunner
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine, TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
@@ -22,10 +23,11 @@ from voxflow.runtime.memory import (
     freeze_startup_objects,
     limit_malloc_arenas,
 )
-from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.session.events import DoneOut, SubmitSegment
-from voxflow.session.local import LocalRunner
-from voxflow.session.session import Session, SessionConfig, StartOptions
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
 
 REPLY = (
     "I can definitely help you reschedule your appointment to next Tuesday afternoon if that "

@@ -10,8 +10,7 @@ import pytest
 
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.runtime.handover import lead_in
-from voxflow.runtime.phrases import (
+from voxflow.runtime.cache.phrases import (
     CachedPhrase,
     ModelFingerprints,
     PhraseFormatError,
@@ -19,6 +18,7 @@ from voxflow.runtime.phrases import (
     encode_phrase,
     phrase_key,
 )
+from voxflow.runtime.handover import lead_in
 
 
 def _phrase(engine: PiperEngine, text: str = "One moment, let me check.") -> CachedPhrase:

@@ -12,7 +12,8 @@ from voxflow.runtime.costs import CostModel
 from voxflow.runtime.jobs import Drained, Prepared, Rendered, SchedulerEvent, SegmentRequest
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.scheduler_settings import SchedulerSettings
-from voxflow.runtime.stream import Job, StreamState
+from voxflow.runtime.stream import StreamState
+from voxflow.runtime.work import Job
 
 RATE = 22050
 SPF = 256

@@ -1,5 +1,6 @@
-"""Many calls on a fake clock (``tests.simulation``): the sessions and the scheduling policy,
-jobs at the bundled voice's measured costs on two cores. What the listeners hear is the test."""
+"""Many calls on a fake clock (``tests.support.simulation``): the sessions and the scheduling
+policy, jobs at the bundled voice's measured costs on two cores. What the listeners hear is the
+test."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import random
 
 import pytest
 
-from tests.simulation import SimCosts, Simulation, Turn, TurnHeard
-from voxflow.bench.corpus import load_corpus
+from tests.support.simulation import SimCosts, Simulation, Turn, TurnHeard
+from tests.support.traffic import corpus_texts
 from voxflow.session.context import DEFAULT_HURRY_MARGIN_S
 from voxflow.session.options import SessionConfig
 
@@ -67,7 +68,7 @@ def test_a_lead_cut_mid_turn_keeps_one_call_gapless_after_an_opener(text: str) -
 
 @pytest.mark.parametrize("calls", [2, 4, 8])
 def test_up_to_eight_calls_on_two_cores_hear_no_gap(calls: int) -> None:
-    replies = [r.text for r in load_corpus(bundled="calls.tsv")]
+    replies = corpus_texts("calls.tsv")
     sim = Simulation(config=_config())
     _calls(sim, replies, calls, seed=calls)
     turns = sim.run()
@@ -76,7 +77,7 @@ def test_up_to_eight_calls_on_two_cores_hear_no_gap(calls: int) -> None:
 
 
 def test_the_same_calls_without_mid_turn_leads_have_gaps() -> None:
-    replies = [r.text for r in load_corpus(bundled="calls.tsv")]
+    replies = corpus_texts("calls.tsv")
     with_leads, without = Simulation(config=_config()), Simulation(config=_config(hurry=None))
     for sim in (with_leads, without):
         _calls(sim, replies, 4, seed=4, turns=4)
@@ -86,7 +87,7 @@ def test_the_same_calls_without_mid_turn_leads_have_gaps() -> None:
 
 def test_an_overloaded_machine_shows_up_as_gaps() -> None:
     # The simulation can fail: the same calls on a third of the machine run dry.
-    replies = [r.text for r in load_corpus(bundled="calls.tsv")]
+    replies = corpus_texts("calls.tsv")
     sim = Simulation(config=_config(), costs=SimCosts(render_per_frame_s=0.0027))
     _calls(sim, replies, 8, seed=8)
     turns = sim.run()

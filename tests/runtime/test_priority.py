@@ -11,7 +11,8 @@ import pytest
 
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.priority import lower_thread_priority
-from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice is Linux's")
 

@@ -7,21 +7,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from tests.support.wrapped_engine import WrappedEngine
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.handover import LEAD_IN_FRAMES
-from voxflow.runtime.scheduler import (
-    Drained,
-    Failed,
-    Prepared,
-    Rendered,
-    Scheduler,
-    SchedulerEvent,
-    SchedulerSettings,
-    SegmentRequest,
-)
-
-from .wrapped_engine import WrappedEngine
+from voxflow.runtime.jobs import Drained, Failed, Prepared, Rendered, SchedulerEvent, SegmentRequest
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "

@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
+from tests.support.wrapped_engine import WrappedEngine
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime import scheduler as scheduler_module
-from voxflow.runtime.background import PREFETCH_CACHED, PREFETCH_RENDERED
-from voxflow.runtime.cache import CacheSettings, PhraseCache, Tier
+from voxflow.runtime.background import PREFETCH_CACHED, PREFETCH_RENDERED, BackgroundQueueFull
+from voxflow.runtime.cache.phrase_cache import CacheSettings, PhraseCache, Tier
 from voxflow.runtime.jobs import (
     Drained,
     Prepared,
@@ -24,10 +25,10 @@ from voxflow.runtime.jobs import (
     SegmentRequest,
     Takeover,
 )
-from voxflow.runtime.scheduler import BackgroundQueueFull, Scheduler, SchedulerSettings
-from voxflow.runtime.stream import HIT_FIRST_FRAMES, HIT_REST_AFTER_S, Lane
-
-from .wrapped_engine import WrappedEngine
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.runtime.stream import HIT_FIRST_FRAMES, HIT_REST_AFTER_S
+from voxflow.runtime.work import Lane
 
 SENTENCE = "One moment, let me check that for you."
 LONG = (

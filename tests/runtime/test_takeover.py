@@ -11,15 +11,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.runtime.test_scheduler import Recorder
+from tests.support.wrapped_engine import WrappedEngine
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.handover import frame_at
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
-from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.session.pieces import switch_points
-from voxflow.text.normalize import Normalized
-
-from .wrapped_engine import WrappedEngine
+from voxflow.text.normalize.normalizer import Normalized
 
 LEAD = "I can definitely help you reschedule"
 WHOLE = (

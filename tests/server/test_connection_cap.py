@@ -14,8 +14,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 
-from tests.conftest import free_port, serving
-from tests.server.raw_http import (
+from tests.support.raw_http import (
     TIMEOUT_S,
     WS_UPGRADE,
     ask,
@@ -26,6 +25,7 @@ from tests.server.raw_http import (
     read_answer,
     until,
 )
+from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
 from voxflow.server.http_protocol import LimitedHttpProtocol
 

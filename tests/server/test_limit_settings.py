@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from voxflow.cli import build_parser
+from voxflow.cli.main import build_parser
+from voxflow.cli.serve import limit_overrides
 from voxflow.config import ServerSettings
-from voxflow.serve_command import limit_overrides
 from voxflow.server.http_protocol import LimitedHttpProtocol
 from voxflow.server.limits import FD_HEADROOM, HttpLimits, raise_open_file_limit
 from voxflow.server.uvicorn_config import uvicorn_config

@@ -16,8 +16,7 @@ from fastapi.routing import APIRoute
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as ws_connect
 
-from tests.conftest import free_port, serving
-from tests.server.raw_http import (
+from tests.support.raw_http import (
     TIMEOUT_S,
     ask,
     closed_by_server,
@@ -27,6 +26,7 @@ from tests.server.raw_http import (
     read_answer,
     until,
 )
+from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
 
 MAX_BODY = 64 << 10

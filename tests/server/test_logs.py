@@ -21,11 +21,11 @@ import uvicorn
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.conftest import free_port
-from tests.e2e.serve_process import serve_process
-from voxflow.cli import build_parser
+from tests.support.serve_process import serve_process
+from tests.support.servers import free_port
+from voxflow.cli.main import build_parser
+from voxflow.cli.serve import access_overrides
 from voxflow.config import ServerSettings
-from voxflow.serve_command import access_overrides
 from voxflow.server.app import create_app
 from voxflow.server.logs import JsonFormatter, RedactFilter, configure_logging
 from voxflow.server.security import configured_keys

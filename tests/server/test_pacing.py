@@ -17,7 +17,7 @@ import uvicorn
 import uvloop
 from starlette.types import Receive, Scope, Send
 
-from tests.server.raw_http import WS_UPGRADE, connected, connections, head, until
+from tests.support.raw_http import WS_UPGRADE, connected, connections, head, until
 from voxflow.server.pacing import StartPacer, Turns
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {

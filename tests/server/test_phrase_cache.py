@@ -15,7 +15,7 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from ..redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer, redis_server
 
 PHRASE = "One moment, let me check that for you."
 ServerFactory = Callable[..., contextlib.AbstractContextManager[str]]
@@ -127,7 +127,7 @@ def test_warm_phrases_are_hits_and_readyz_says_when_they_are_done(
 
 def test_a_missing_warm_file_stops_the_server_from_starting(tmp_path: Path) -> None:
     from voxflow.config import ServerSettings  # noqa: PLC0415
-    from voxflow.session.services import Services  # noqa: PLC0415
+    from voxflow.server.services import Services  # noqa: PLC0415
 
     with pytest.raises(FileNotFoundError):
         Services.build(ServerSettings(workers=1, warm_path=tmp_path / "missing.txt"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import free_port, serving
+from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
 from voxflow.server.ready import bound_address, ready_line
 

@@ -19,7 +19,7 @@ from elevenlabs.core.api_error import ApiError
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.conftest import free_port, running_server
+from tests.support.servers import free_port, running_server
 from voxflow.config import ServerSettings
 from voxflow.server.security import read_api_keys_file
 

@@ -7,15 +7,16 @@ import math
 
 import pytest
 
-from tests.simulation import Simulation, Turn
+from tests.support.simulation import Simulation, Turn
+from voxflow.connection.local import drain_encoded
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Drained
 from voxflow.session.admission import Admission, AdmissionSettings, Refusal, Ticket, stream_slots
 from voxflow.session.context import OPEN_GRACE_S
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut, OpenStream, Output
-from voxflow.session.local import drain_encoded
-from voxflow.session.session import Session, SessionConfig, StartOptions
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
 
 
 def _session(admission: Admission) -> Session:

@@ -7,15 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from voxflow.connection.local import drain_encoded
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime.scheduler import Drained, Prepared, Rendered
-from voxflow.session.alignment import CharAligner, ChunkAlignment
+from voxflow.runtime.jobs import Drained, Prepared, Rendered
 from voxflow.session.events import AudioOut, SubmitSegment, TimestampsOut, WordTiming
-from voxflow.session.local import drain_encoded
-from voxflow.session.session import Session, SessionConfig, StartOptions
-from voxflow.text.buffer import ChunkingConfig
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
+from voxflow.text.chunking import ChunkingConfig
+from voxflow.transports.elevenlabs.alignment import CharAligner, ChunkAlignment
 
 
 def _audio(offset_ms: float, duration_ms: float, seq: int = 0) -> AudioOut:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from voxflow.session.driver import STALL_FACTOR, Outbox, wire_bytes
+from voxflow.connection.driver import STALL_FACTOR, Outbox, wire_bytes
 from voxflow.session.events import AudioOut, CancelledOut, TimestampsOut, WordTiming
 
 

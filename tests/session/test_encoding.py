@@ -14,12 +14,12 @@ import pytest
 
 from voxflow.audio.encoders import StreamEncoder
 from voxflow.audio.formats import parse_output_format
+from voxflow.connection.encode_lanes import EncodeLanes
+from voxflow.connection.encoder_pool import EncoderPool
 from voxflow.engines.base import FloatArray, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Drained, Prepared, Rendered
-from voxflow.session.encode_lanes import EncodeLanes
-from voxflow.session.encoder_pool import EncoderPool
 from voxflow.session.encoding import Encoded, EncodeJob, EncodeStep
 from voxflow.session.events import (
     AudioOut,
@@ -32,8 +32,9 @@ from voxflow.session.events import (
     SubmitSegment,
     TimestampsOut,
 )
-from voxflow.session.session import Session, SessionConfig, StartOptions
-from voxflow.text.buffer import ChunkingConfig
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
+from voxflow.text.chunking import ChunkingConfig
 
 
 def _rendered_session(engine: PiperEngine, output_format: str) -> tuple[Session, list[Output]]:

@@ -12,7 +12,8 @@ from voxflow.engines.registry import VoiceRegistry
 from voxflow.session import session as session_module
 from voxflow.session.errors import CODES, SessionError, is_retryable, is_server_fault
 from voxflow.session.events import ErrorOut
-from voxflow.session.session import Session, SessionConfig, StartOptions
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
 
 SRC = Path(voxflow.__file__).parent
 

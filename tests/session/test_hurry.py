@@ -2,8 +2,8 @@
 (``Context.hurry_at``), and until when it speaks for admission (``Context.busy_until``).
 
 The runtime's part is played here by hand: each request is prepared by the simulation's stand-in
-engine (``tests.simulation.SimEngine``), its windows rendered from it, and the encoder steps run
-at once, their results fed back at a given time, as a driver does.
+engine (``tests.support.simulation.SimEngine``), its windows rendered from it, and the encoder
+steps run at once, their results fed back at a given time, as a driver does.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import math
 
 import pytest
 
-from tests.simulation import SimEngine
+from tests.support.simulation import SimEngine
+from voxflow.connection.local import drain_encoded
 from voxflow.engines.base import Utterance
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest
 from voxflow.session.context import OPEN_GRACE_S, Context
 from voxflow.session.events import AudioOut, OpenStream, Output, SubmitSegment
-from voxflow.session.local import drain_encoded
 from voxflow.session.options import SessionConfig, StartOptions, context_options
 from voxflow.session.session import Session
 

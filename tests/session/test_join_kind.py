@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voxflow.audio.seams import JoinKind, SeamSettings
+from voxflow.audio.seam_settings import JoinKind, SeamSettings
 from voxflow.session.context import join_kind
 from voxflow.text.chunking import SegmentEnd
 

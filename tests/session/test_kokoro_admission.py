@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from voxflow.engines.kokoro_voices import default_voices_dir, find_packs
+from voxflow.connection.local import drain_encoded
+from voxflow.engines.kokoro.voices import default_voices_dir, find_packs
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.session.admission import Admission, AdmissionSettings, Refusal
 from voxflow.session.events import ErrorOut, OpenStream, Output
-from voxflow.session.local import drain_encoded
-from voxflow.session.session import Session, SessionConfig, StartOptions
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
 
 KOKORO = "kokoro:af_heart"
 

@@ -28,8 +28,8 @@ from voxflow.session.options import (
     voice_settings,
 )
 from voxflow.session.session import Session
-from voxflow.text.buffer import ChunkingConfig
-from voxflow.text.normalize import NormalizationMode
+from voxflow.text.chunking import ChunkingConfig
+from voxflow.text.normalize.normalizer import NormalizationMode
 
 
 def _voice(name: str, speakers: int = 1, rate: int = 22050) -> VoiceInfo:

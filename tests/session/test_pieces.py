@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from voxflow.session.pieces import split_spoken, spoken_offset, switch_points
-from voxflow.text.normalize import NormalizationMode, Normalized, Normalizer
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
 
 
 @given(

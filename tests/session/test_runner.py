@@ -19,13 +19,9 @@ from typing import Any, Literal
 
 import pytest
 
-from voxflow.engines.piper import PiperEngine
-from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
-from voxflow.session.driver import STALL_FACTOR, SessionDriver
-from voxflow.session.encoder_pool import EncoderPool
-from voxflow.session.metrics import ServerMetrics
-from voxflow.session.runner import (
+from voxflow.connection.driver import STALL_FACTOR, SessionDriver
+from voxflow.connection.encoder_pool import EncoderPool
+from voxflow.connection.runner import (
     Close,
     PeerGone,
     RunnerSettings,
@@ -33,7 +29,13 @@ from voxflow.session.runner import (
     Transport,
     run_connection,
 )
-from voxflow.session.session import Session, SessionConfig
+from voxflow.engines.piper import PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.server.metrics import ServerMetrics
+from voxflow.session.options import SessionConfig
+from voxflow.session.session import Session
 from voxflow.transports.native.protocol import NativeProtocol
 
 Frame = str | bytes

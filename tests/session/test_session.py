@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from voxflow.connection.local import drain_encoded
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
@@ -22,11 +23,11 @@ from voxflow.session.events import (
     SubmitSegment,
     TimestampsOut,
 )
-from voxflow.session.local import drain_encoded
-from voxflow.session.session import Session, SessionConfig, StartOptions
-from voxflow.text.buffer import ChunkingConfig
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
+from voxflow.text.chunking import ChunkingConfig
 from voxflow.text.lexicon import Lexicon, LexiconEntry
-from voxflow.text.normalize import NormalizationMode
+from voxflow.text.normalize.normalizer import NormalizationMode
 
 
 def _session(**overrides: object) -> Session:

@@ -9,16 +9,17 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from voxflow.connection.local import LocalRunner
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.runtime.scheduler import Scheduler, SchedulerSettings
-from voxflow.session.alignment import CharAligner
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.session.events import AudioOut, ClientEvent, DoneOut, SubmitSegment, TimestampsOut
-from voxflow.session.local import LocalRunner
-from voxflow.session.session import Session, SessionConfig, StartOptions
-from voxflow.text.buffer import ChunkingConfig
-from voxflow.text.chunking import AUTO_MODE_LOOKAHEAD_S, DEFAULT_LOOKAHEAD_S
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
+from voxflow.text.chunking import AUTO_MODE_LOOKAHEAD_S, DEFAULT_LOOKAHEAD_S, ChunkingConfig
+from voxflow.transports.elevenlabs.alignment import CharAligner
 
 SENTENCE = (
     "I can definitely help you reschedule your appointment to next Tuesday afternoon if that "

@@ -9,13 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.text.test_segment import GOLDEN_TEXTS, tricky_text
-from voxflow.text.buffer import (
-    ChunkingConfig,
-    Segment,
-    SegmentEnd,
-    Strategy,
-    TextBuffer,
-)
+from voxflow.text.buffer import TextBuffer
+from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
 from voxflow.text.segment import BoundaryKind, find_boundaries
 
 

@@ -5,8 +5,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.text.test_buffer import check_segments, run, split_at, texts
-from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, Strategy, TextBuffer
-from voxflow.text.chunking import AUTO_MODE_LOOKAHEAD_S, DEFAULT_LEAD_COST
+from voxflow.text.buffer import TextBuffer
+from voxflow.text.chunking import (
+    AUTO_MODE_LOOKAHEAD_S,
+    DEFAULT_LEAD_COST,
+    ChunkingConfig,
+    Segment,
+    SegmentEnd,
+    Strategy,
+)
 from voxflow.text.phrases import spoken_cost
 from voxflow.text.segment import find_boundaries
 

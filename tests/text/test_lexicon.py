@@ -13,7 +13,7 @@ from voxflow.text.lexicon import (
     phoneme_block,
     split_phoneme_blocks,
 )
-from voxflow.text.normalize import NormalizationMode, Normalizer
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 
 GOOD_FILE = """\
 # server-wide pronunciations

@@ -1,4 +1,4 @@
-"""Tests for voxflow.text.normalize: golden spoken forms, the offset map and the modes."""
+"""voxflow.text.normalize.normalizer: golden spoken forms, the offset map and the modes."""
 
 import re
 from pathlib import Path
@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voxflow.engines.phonemize import Phonemizer, text_words
-from voxflow.text.normalize import (
+from voxflow.text.normalize.normalizer import (
     NormalizationMode,
     Normalized,
     Normalizer,
     Span,
     normalize_lines,
 )
-from voxflow.text.normalize_numbers import cardinal, decade, number, ordinal, year
+from voxflow.text.normalize.numbers import cardinal, decade, number, ordinal, year
 
 GOLDEN_PATH = Path(__file__).with_name("normalize_golden.tsv")
 

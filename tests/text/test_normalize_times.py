@@ -1,4 +1,4 @@
-"""Clock times, time ranges and colon ratios (voxflow.text.normalize_times): what espeak-ng is
+"""Clock times, time ranges and colon ratios (voxflow.text.normalize.times): what espeak-ng is
 given, what it makes of it, and the map back to the written time. The spoken forms themselves
 are in normalize_golden.tsv (sections "times" and "ratios")."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from voxflow.engines.phonemize import Phonemizer, text_words
-from voxflow.text.normalize import Normalizer
+from voxflow.text.normalize.normalizer import Normalizer
 
 NORMALIZER = Normalizer()
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from voxflow.text.normalize import NormalizationMode, Normalizer
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 from voxflow.text.phrases import spoken_cost, starts_phrase
 
 

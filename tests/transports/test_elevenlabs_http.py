@@ -15,7 +15,7 @@ from elevenlabs.client import ElevenLabs
 from elevenlabs.core.api_error import ApiError
 from elevenlabs.types import GetVoicesResponse, Voice
 
-from tests.pcm import assert_same_pcm
+from tests.support.pcm import assert_same_pcm
 from voxflow.engines.base import FloatArray, Utterance
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry

@@ -14,7 +14,7 @@ import numpy as np
 import openai
 import pytest
 
-from tests.pcm import assert_same_pcm
+from tests.support.pcm import assert_same_pcm
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "

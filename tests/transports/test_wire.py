@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from voxflow.session.session import SessionError
-from voxflow.transports.wire import BodyError, RequestBody, check_decoded, decode_object, dump
+from voxflow.session.errors import SessionError
+from voxflow.transports.json_body import BodyError, RequestBody, check_decoded, decode_object, dump
 
 BAD_FRAMES: dict[str, tuple[str | bytes, str]] = {
     "not json": ("{nope", "invalid_json"),

@@ -60,11 +60,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from voxflow.audio.fades import crossfade, rising
+from voxflow.audio.fades import rising
 from voxflow.audio.seam_settings import JoinKind, SeamSettings
 
 # SeamSettings, JoinKind and crossfade are re-exported: the session imports them from here.
-__all__ = ["JoinKind", "SeamJoiner", "SeamSettings", "SegmentMap", "crossfade"]
+__all__ = ["SeamJoiner", "SegmentMap"]
 
 FloatArray = npt.NDArray[np.float32]
 

@@ -27,7 +27,6 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from voxflow.client.errors import VoxflowConnectionError
 from voxflow.client.messages import (
-    AudioEvent,
     ErrorEvent,
     Event,
     cancel_message,
@@ -40,15 +39,7 @@ from voxflow.client.messages import (
 )
 from voxflow.client.routing import ContextRouter
 
-__all__ = [
-    "MAX_MESSAGE_BYTES",
-    "STREAM_PATH",
-    "AudioEvent",
-    "ErrorEvent",
-    "VoxflowClient",
-    "VoxflowConnectionError",
-    "stream_url",
-]
+__all__ = ["MAX_MESSAGE_BYTES", "STREAM_PATH", "VoxflowClient", "stream_url"]
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The scheduler drives an engine in small jobs: one ``prepare`` (phonemization + text stage) per
 segment, then ``render`` calls over windows of latent frames (``voxflow.runtime.windows`` sizes
-them). Library users who want audio chunks in order use ``voxflow.say.LocalSpeaker``.
+them). Library users who want audio chunks in order use ``voxflow.connection.speaker.LocalSpeaker``.
 """
 
 from __future__ import annotations

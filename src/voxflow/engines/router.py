@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from voxflow.engines.base import Engine, FloatArray, Utterance, VoiceInfo, VoiceSettings
-from voxflow.engines.kokoro import KokoroEngine, KokoroSettings
+from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 

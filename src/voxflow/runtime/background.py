@@ -19,10 +19,10 @@ from concurrent.futures import Future
 from typing import Protocol
 
 from voxflow.engines.base import Engine, Utterance
-from voxflow.runtime.cache import PhraseCache
+from voxflow.runtime.cache.phrase_cache import PhraseCache
+from voxflow.runtime.cache.recording import Recording
 from voxflow.runtime.handover import lead_in
 from voxflow.runtime.jobs import SegmentRequest
-from voxflow.runtime.recording import Recording
 
 __all__ = [
     "MAX_BACKGROUND_TASKS",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from voxflow.runtime.stream import Lane, StreamState
-from voxflow.runtime.work import Work
+from voxflow.runtime.stream import StreamState
+from voxflow.runtime.work import Lane, Work
 
 __all__ = ["LaneQueue"]
 

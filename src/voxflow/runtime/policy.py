@@ -2,7 +2,7 @@
 
 Pure: no thread, no lock, no engine; every call takes the time. ``Scheduler`` wraps it in a lock
 and worker threads (and the phrase cache); a simulation drives it on a fake clock with jobs that
-take the engines' measured costs (``tests/simulation``).
+take the engines' measured costs (``tests/support/simulation``).
 
 * Streams (``voxflow.runtime.stream``) hold their queued segments and their listener's clock;
   each lane's next job has a release time and a deadline (``StreamState.timing``).

@@ -14,10 +14,10 @@ arrivals. A paced stream more than ``max_lead_s`` ahead of its listener waits, w
 audio buffered toward any client; an unpaced stream (``open_stream(paced=False)``, a whole-text
 HTTP request) renders as fast as the workers allow, behind every job that is due sooner.
 
-With a phrase cache (``voxflow.runtime.cache``), a segment's text stage first looks the phrase up:
-a hit's windows are cut from the cached audio instead of rendered, with the same events and
-timing rules. A miss the cache admits is recorded window by window and kept once whole. When
-no job is due and a worker is to spare, the workers run the cache's background tasks
+With a phrase cache (``voxflow.runtime.cache.phrase_cache``), a segment's text stage first looks
+the phrase up: a hit's windows are cut from the cached audio instead of rendered, with the same
+events and timing rules. A miss the cache admits is recorded window by window and kept once whole.
+When no job is due and a worker is to spare, the workers run the cache's background tasks
 (``voxflow.runtime.background``: prefetches, and the head a takeover's recording lacks).
 
 Cancelling drops a stream's queued work at once; a job already running finishes and its result is
@@ -42,18 +42,13 @@ from voxflow.runtime.background import (
     BackgroundTask,
     PrefetchTask,
 )
-from voxflow.runtime.cache import Lookup, PhraseCache
-from voxflow.runtime.cache_steps import lookup, memory_hit, record_window
+from voxflow.runtime.cache.phrase_cache import Lookup, PhraseCache
+from voxflow.runtime.cache.steps import lookup, memory_hit, record_window
 from voxflow.runtime.costs import CostModel, ProcessOverhead, initial_costs
 from voxflow.runtime.jobs import (
-    Drained,
-    Failed,
-    Prepared,
-    Rendered,
     SchedulerEvent,
     SegmentRequest,
     Sink,
-    Takeover,
 )
 from voxflow.runtime.memory import MemoryUpkeep, collect_cycles, free_memory_trimmer
 from voxflow.runtime.policy import SchedulingPolicy
@@ -62,21 +57,7 @@ from voxflow.runtime.scheduler_settings import SchedulerSettings, SchedulerStats
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job, Lane
 
-__all__ = [
-    "BackgroundQueueFull",
-    "Drained",
-    "Failed",
-    "Prepared",
-    "Rendered",
-    "Scheduler",
-    "SchedulerEvent",
-    "SchedulerSettings",
-    "SchedulerStats",
-    "SegmentRequest",
-    "Sink",
-    "StreamHandle",
-    "Takeover",
-]
+__all__ = ["Scheduler", "StreamHandle"]
 
 log = logging.getLogger(__name__)
 

@@ -51,7 +51,7 @@ from voxflow.runtime.work import Job, Lane, Timing, Work
 
 # Job, Lane, Timing and Work are re-exported: the scheduler and the tests import them from
 # here, where they were defined before the lead rules and the types had modules.
-__all__ = ["Job", "Lane", "StreamState", "Timing", "Work"]
+__all__ = ["StreamState"]
 
 # How long before its lead would run out a takeover's text stage should be done: the takeover's
 # first window must follow, and on a loaded machine a job takes longer than alone.

@@ -13,9 +13,9 @@ import enum
 from dataclasses import dataclass
 
 from voxflow.engines.base import Utterance
+from voxflow.runtime.cache.phrases import CachedPhrase
+from voxflow.runtime.cache.recording import Recording
 from voxflow.runtime.jobs import SegmentRequest
-from voxflow.runtime.phrases import CachedPhrase
-from voxflow.runtime.recording import Recording
 
 __all__ = ["Job", "Lane", "Timing", "Work"]
 
@@ -48,8 +48,8 @@ class Work:
     started: bool = False  # its first window was delivered
     ended: bool = False  # its last window was delivered
     preparing: bool = False
-    # The phrase cache (``voxflow.runtime.cache``): the phrase its windows are cut from (a hit),
-    # or the key and recording of a miss whose rendering is to be kept.
+    # The phrase cache (``voxflow.runtime.cache.phrase_cache``): the phrase its windows are cut
+    # from (a hit), or the key and recording of a miss whose rendering is to be kept.
     phrase: CachedPhrase | None = None
     cache_key: str | None = None
     recording: Recording | None = None

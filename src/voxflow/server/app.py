@@ -14,13 +14,12 @@ from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from voxflow import __version__
 from voxflow.config import ServerSettings
 from voxflow.server.logs import RequestIdMiddleware
+from voxflow.server.metrics import ServerMetrics
 from voxflow.server.pacing import StartPacer
 from voxflow.server.security import AccessPolicy, SecurityMiddleware
-from voxflow.session.metrics import ServerMetrics
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 from voxflow.transports.cartesia.routes import mount_cartesia
 from voxflow.transports.deepgram.routes import mount_deepgram
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
@@ -30,6 +29,7 @@ from voxflow.transports.native.websocket import serve_native
 from voxflow.transports.openai import http as openai_http
 from voxflow.transports.openai.routes import mount_openai_models
 from voxflow.transports.wyoming.server import start_wyoming_server
+from voxflow.version import __version__
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from voxflow.audio.encoders import StreamEncoder
+from voxflow.audio.fades import crossfade
 from voxflow.audio.formats import OutputFormat
-from voxflow.audio.seams import JoinKind, SeamJoiner, SeamSettings, crossfade
+from voxflow.audio.seam_settings import JoinKind, SeamSettings
+from voxflow.audio.seams import SeamJoiner
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.encoding import Encoded, EncodeJob, EncodeStep
@@ -37,8 +39,9 @@ from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, Word
 from voxflow.session.listener import ListenerClock
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
-from voxflow.text.buffer import ChunkingConfig, Segment, SegmentEnd, TextBuffer
-from voxflow.text.normalize import NormalizationMode, Normalizer
+from voxflow.text.buffer import TextBuffer
+from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 
 DEFAULT_MAX_PIECE_CHARS = 300
 """Spoken characters per engine call: ~650 phoneme ids, a text stage of ~200 ms and a few tens

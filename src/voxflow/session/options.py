@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
-from voxflow.audio.seams import SeamSettings
+from voxflow.audio.seam_settings import SeamSettings
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.session.context import (
     DEFAULT_HURRY_MARGIN_S,
@@ -31,9 +31,9 @@ from voxflow.session.context import (
     ContextOptions,
 )
 from voxflow.session.errors import SessionError
-from voxflow.text.buffer import ChunkingConfig
+from voxflow.text.chunking import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
-from voxflow.text.normalize import NormalizationMode, Normalizer
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 
 __all__ = [
     "MAX_NAME_CHARS",

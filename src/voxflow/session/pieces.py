@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from voxflow.text.chunking import SegmentEnd
-from voxflow.text.normalize import Normalized
+from voxflow.text.normalize.normalizer import Normalized
 
 __all__ = ["PieceText", "split_spoken", "spoken_offset", "switch_points"]
 

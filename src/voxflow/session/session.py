@@ -69,14 +69,7 @@ log = logging.getLogger(__name__)
 
 # SessionConfig, StartOptions, VoiceLookup (``options``) and SessionError (``errors``) live in
 # modules of their own; re-exported so that the many imports from here keep working.
-__all__ = [
-    "DEFAULT_CONTEXT",
-    "Session",
-    "SessionConfig",
-    "SessionError",
-    "StartOptions",
-    "VoiceLookup",
-]
+__all__ = ["DEFAULT_CONTEXT", "Session"]
 
 DEFAULT_CONTEXT = "default"
 

@@ -81,7 +81,6 @@ import time
 from dataclasses import dataclass
 
 from voxflow.text.chunking import (
-    MIN_MAX_CHARS,
     ChunkingConfig,
     Segment,
     SegmentEnd,
@@ -90,14 +89,7 @@ from voxflow.text.chunking import (
 from voxflow.text.phrases import spoken_cost, starts_phrase
 from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner
 
-__all__ = [
-    "MIN_MAX_CHARS",
-    "ChunkingConfig",
-    "Segment",
-    "SegmentEnd",
-    "Strategy",
-    "TextBuffer",
-]
+__all__ = ["TextBuffer"]
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from dataclasses import replace
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from voxflow.session.driver import SessionDriver
-from voxflow.session.runner import Close, PeerGone, RunnerSettings, Transport, run_connection
-from voxflow.session.services import Services
-from voxflow.session.session import StartOptions
+from voxflow.connection.driver import SessionDriver
+from voxflow.connection.runner import Close, PeerGone, RunnerSettings, Transport, run_connection
+from voxflow.server.services import Services
+from voxflow.session.options import StartOptions
 from voxflow.transports.abort import scope_abort
 from voxflow.transports.request_protocol import COMPLETE, Head, HttpPart, RequestProtocol
 

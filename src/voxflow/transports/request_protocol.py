@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from voxflow.connection.runner import Close, Reply
 from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.events import AudioOut, ClientEvent, DoneOut, ErrorOut, TimestampsOut
-from voxflow.session.runner import Close, Reply
-from voxflow.transports.wire import dump
+from voxflow.transports.json_body import dump
 
 __all__ = [
     "COMPLETE",

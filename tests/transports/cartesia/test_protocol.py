@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.instant_runtime import InstantRuntime
+from tests.support.instant_runtime import InstantRuntime
 from voxflow.config import ServerSettings
+from voxflow.connection.runner import Reply
+from voxflow.server.services import Services
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (
     AudioOut,
@@ -27,8 +29,6 @@ from voxflow.session.events import (
     TimestampsOut,
     WordTiming,
 )
-from voxflow.session.runner import Reply
-from voxflow.session.services import Services
 from voxflow.session.session import Session
 from voxflow.transports.cartesia.protocol import CONTEXT_IDLE_S, INACTIVITY_S, CartesiaProtocol
 from voxflow.transports.cartesia.words import FlushIds, WordCursor

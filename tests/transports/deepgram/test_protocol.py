@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.instant_runtime import InstantRuntime
+from tests.support.instant_runtime import InstantRuntime
 from voxflow.config import ServerSettings
+from voxflow.connection.runner import Reply
+from voxflow.server.services import Services
 from voxflow.session.admission import Admission, AdmissionSettings
+from voxflow.session.errors import SessionError
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -23,9 +26,7 @@ from voxflow.session.events import (
     Output,
     SubmitSegment,
 )
-from voxflow.session.runner import Reply
-from voxflow.session.services import Services
-from voxflow.session.session import Session, SessionError
+from voxflow.session.session import Session
 from voxflow.transports.deepgram.protocol import (
     FLUSH_LIMIT,
     FLUSH_WINDOW_S,

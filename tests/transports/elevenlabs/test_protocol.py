@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.instant_runtime import InstantRuntime
+from tests.support.instant_runtime import InstantRuntime
 from voxflow.config import ServerSettings
+from voxflow.server.services import Services
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import AudioOut, ContextMetrics, DoneOut, ErrorOut
-from voxflow.session.services import Services
 from voxflow.session.session import Session
 from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol
 

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from tests.instant_runtime import InstantRuntime
+from tests.support.instant_runtime import InstantRuntime
 from tests.transports.test_wire import BAD_FRAMES
+from voxflow.connection.runner import Close
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (
@@ -18,8 +19,8 @@ from voxflow.session.events import (
     OpenStream,
     SubmitSegment,
 )
-from voxflow.session.runner import Close
-from voxflow.session.session import Session, SessionConfig
+from voxflow.session.options import SessionConfig
+from voxflow.session.session import Session
 from voxflow.transports.native.errors import wire_code
 from voxflow.transports.native.protocol import NativeProtocol
 

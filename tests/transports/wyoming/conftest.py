@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from voxflow.config import ServerSettings
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 
 
 @pytest.fixture(scope="package")

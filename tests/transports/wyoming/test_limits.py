@@ -10,10 +10,10 @@ import json
 
 from wyoming.event import Event, async_read_event
 
-from tests.transports.wyoming.messages import Error
-from tests.transports.wyoming.tcp_client import serve
+from tests.support.wyoming_client import serve
+from tests.support.wyoming_messages import Error
 from voxflow.config import ServerSettings
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 from voxflow.transports.wyoming.framing import FrameLimits
 from voxflow.transports.wyoming.server import WyomingServerHandle
 

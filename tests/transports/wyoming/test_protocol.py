@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.transports.wyoming.messages import (
+from tests.support.wyoming_messages import (
     AudioChunk,
     AudioStart,
     Describe,
@@ -21,6 +21,8 @@ from tests.transports.wyoming.messages import (
     SynthesizeStop,
     SynthesizeVoice,
 )
+from voxflow.connection.runner import Reply
+from voxflow.server.services import Services
 from voxflow.session.events import (
     AudioOut,
     CloseStream,
@@ -30,8 +32,6 @@ from voxflow.session.events import (
     OpenStream,
     SubmitSegment,
 )
-from voxflow.session.runner import Reply
-from voxflow.session.services import Services
 from voxflow.session.session import Session
 from voxflow.transports.wyoming.framing import BadEvent
 from voxflow.transports.wyoming.protocol import NORMAL_CLOSE, WyomingProtocol

@@ -11,19 +11,7 @@ import itertools
 import pytest
 from wyoming.event import Event
 
-from tests.transports.wyoming.messages import (
-    Describe,
-    Error,
-    Info,
-    Ping,
-    Pong,
-    Synthesize,
-    SynthesizeChunk,
-    SynthesizeStart,
-    SynthesizeStop,
-    SynthesizeVoice,
-)
-from tests.transports.wyoming.tcp_client import (
+from tests.support.wyoming_client import (
     LONG_SENTENCE,
     SETTLE_S,
     STREAMED,
@@ -36,7 +24,19 @@ from tests.transports.wyoming.tcp_client import (
     serve,
     synthesize,
 )
-from voxflow.session.services import Services
+from tests.support.wyoming_messages import (
+    Describe,
+    Error,
+    Info,
+    Ping,
+    Pong,
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeVoice,
+)
+from voxflow.server.services import Services
 from voxflow.transports.wyoming.info import parse_wyoming_uri
 from voxflow.transports.wyoming.server import WyomingServerHandle, start_wyoming_server
 

@@ -11,15 +11,7 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event, async_read_event, async_write_event
 
-from tests.transports.wyoming.messages import (
-    Describe,
-    Error,
-    Info,
-    Synthesize,
-    SynthesizeChunk,
-    SynthesizeStart,
-)
-from tests.transports.wyoming.tcp_client import (
+from tests.support.wyoming_client import (
     STREAMED,
     TIMEOUT_S,
     VERY_LONG,
@@ -30,7 +22,15 @@ from tests.transports.wyoming.tcp_client import (
     serve,
     wait_until_idle,
 )
-from voxflow.session.services import Services
+from tests.support.wyoming_messages import (
+    Describe,
+    Error,
+    Info,
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+)
+from voxflow.server.services import Services
 from voxflow.transports.wyoming.framing import MAX_LINE_BYTES
 from voxflow.transports.wyoming.server import WyomingServerHandle, start_wyoming_server
 

@@ -16,16 +16,7 @@ from typing import Any
 
 from voxflow.transports.http_status import HttpError, http_status
 
-__all__ = [
-    "HTTP_STATUS",
-    "NAMES",
-    "TITLES",
-    "HttpError",
-    "error_name",
-    "http_error",
-    "socket_error",
-    "title",
-]
+__all__ = ["HTTP_STATUS", "NAMES", "TITLES", "error_name", "http_error", "socket_error", "title"]
 
 # The session's codes that Cartesia spells its own way (its documented ``error_code`` values).
 NAMES: Mapping[str, str] = MappingProxyType(

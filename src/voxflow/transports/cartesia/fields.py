@@ -29,10 +29,10 @@ from typing import Any
 
 from voxflow.audio.formats import SUPPORTED_FORMATS, Codec, OutputFormat, parse_output_format
 from voxflow.engines.base import VoiceSettings
+from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
-from voxflow.session.services import Services
-from voxflow.text.normalize import NormalizationMode
+from voxflow.text.normalize.normalizer import NormalizationMode
 
 __all__ = [
     "HTTP_CONTAINERS",

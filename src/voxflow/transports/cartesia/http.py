@@ -18,17 +18,18 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from voxflow.engines.base import VoiceSettings
+from voxflow.server.services import Services
 from voxflow.session import options
+from voxflow.session.errors import SessionError
 from voxflow.session.events import AudioOut
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError, StartOptions
-from voxflow.text.normalize import NormalizationMode
+from voxflow.session.options import StartOptions
+from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import http_error
 from voxflow.transports.cartesia.samples import Float32Samples
 from voxflow.transports.http_response import speak_request
+from voxflow.transports.json_body import RequestBody
 from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
-from voxflow.transports.wire import RequestBody
 
 __all__ = ["BytesBody", "BytesPlan", "TtsBytes", "error_response", "plan", "tts_bytes"]
 

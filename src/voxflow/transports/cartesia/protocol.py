@@ -41,7 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxflow.session.errors import SHUTTING_DOWN
+from voxflow.connection.runner import Close, Reply
+from voxflow.server.services import Services
+from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -51,16 +53,14 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.options import check_name, clean_text, finite_number, shown
-from voxflow.session.runner import Close, Reply
-from voxflow.session.services import Services
-from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.session.options import StartOptions, check_name, clean_text, finite_number, shown
+from voxflow.session.session import Session
 from voxflow.text.messages import separate_sentences
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import socket_error
 from voxflow.transports.cartesia.samples import Float32Samples
 from voxflow.transports.cartesia.words import FlushIds, WordCursor
-from voxflow.transports.wire import decode_object, dump
+from voxflow.transports.json_body import decode_object, dump
 
 __all__ = ["INACTIVITY_S", "CartesiaProtocol"]
 
@@ -101,7 +101,7 @@ class _Context:
 class CartesiaProtocol:
     """Protocol state of one connection, without I/O: ``receive`` applies a client frame to the
     session; ``reply`` turns a session event into frames (see
-    ``voxflow.session.runner.WireProtocol``)."""
+    ``voxflow.connection.runner.WireProtocol``)."""
 
     stall_close = Close(POLICY_VIOLATION, "client stopped reading")
     failure_close = Close(INTERNAL_ERROR, "internal error")

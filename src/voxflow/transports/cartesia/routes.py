@@ -14,9 +14,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.websockets import WebSocket
 
-from voxflow.session.runner import run_connection
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError
+from voxflow.connection.runner import run_connection
+from voxflow.server.services import Services
+from voxflow.session.errors import SessionError
 from voxflow.transports.cartesia import errors as cartesia_errors
 from voxflow.transports.cartesia import http as cartesia_http
 from voxflow.transports.cartesia.http import BytesBody, error_response

@@ -31,8 +31,6 @@ __all__ = [
     "TRY_AGAIN_LATER",
     "UNSUPPORTED_DATA",
     "WARNINGS",
-    "HttpError",
-    "SocketError",
     "error_name",
     "http_error",
     "socket_error",

@@ -19,17 +19,18 @@ from dataclasses import replace
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
+from voxflow.connection.runner import Reply
+from voxflow.server.services import Services
 from voxflow.session import options
+from voxflow.session.errors import SessionError
 from voxflow.session.events import ClientEvent
-from voxflow.session.runner import Reply
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError, StartOptions
+from voxflow.session.options import StartOptions
 from voxflow.transports.deepgram.errors import http_error
 from voxflow.transports.deepgram.protocol import SPEAK_MAX_CHARS, model_uuid
 from voxflow.transports.deepgram.query import SpeakOptions, parse_speak_query
 from voxflow.transports.http_response import speak_request
+from voxflow.transports.json_body import BodyError, RequestBody
 from voxflow.transports.request_protocol import ErrorAnswer, Head, HttpPart, RequestProtocol
-from voxflow.transports.wire import BodyError, RequestBody
 
 __all__ = ["SpeakAudio", "SpeakBody", "error_response", "new_request_id", "speak"]
 

@@ -42,8 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxflow import __version__
-from voxflow.session.errors import SHUTTING_DOWN
+from voxflow.connection.runner import Close, Reply
+from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -51,9 +51,8 @@ from voxflow.session.events import (
     DoneOut,
     ErrorOut,
 )
-from voxflow.session.options import clean_text, shown
-from voxflow.session.runner import Close, Reply
-from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.session.options import StartOptions, clean_text, shown
+from voxflow.session.session import Session
 from voxflow.transports.deepgram.errors import (
     INTERNAL_ERROR,
     NORMAL_CLOSURE,
@@ -62,7 +61,8 @@ from voxflow.transports.deepgram.errors import (
     warning,
 )
 from voxflow.transports.deepgram.query import SpeakOptions
-from voxflow.transports.wire import decode_object, dump
+from voxflow.transports.json_body import decode_object, dump
+from voxflow.version import __version__
 
 __all__ = [
     "FLUSH_LIMIT",
@@ -123,7 +123,7 @@ class _Answer:
 
 
 class DeepgramProtocol:
-    """Protocol state of one connection, without I/O (see ``voxflow.session.runner``)."""
+    """Protocol state of one connection, without I/O (see ``voxflow.connection.runner``)."""
 
     stall_close = Close(POLICY_VIOLATION, "client stopped reading")
     failure_close = Close(INTERNAL_ERROR, "internal error")

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from voxflow.audio.formats import OutputFormat
 from voxflow.engines.base import VoiceSettings
+from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.options import shown
-from voxflow.session.services import Services
 
 __all__ = [
     "DEFAULT_MODEL",

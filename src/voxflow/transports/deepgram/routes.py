@@ -19,10 +19,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.websockets import WebSocket
 
+from voxflow.connection.runner import PeerGone, run_connection
+from voxflow.server.services import Services
 from voxflow.session.admission import stream_slots
-from voxflow.session.runner import PeerGone, run_connection
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError
+from voxflow.session.errors import SessionError
 from voxflow.transports.deepgram import http as deepgram_http
 from voxflow.transports.deepgram.errors import http_error, socket_error
 from voxflow.transports.deepgram.http import SpeakBody, error_response, new_request_id

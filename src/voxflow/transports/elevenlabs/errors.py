@@ -24,8 +24,6 @@ __all__ = [
     "SERVICE_RESTART",
     "SOCKET_CODES",
     "TRY_AGAIN_LATER",
-    "HttpError",
-    "SocketError",
     "error_name",
     "http_error",
     "socket_error",

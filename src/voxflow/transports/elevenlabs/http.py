@@ -27,16 +27,17 @@ from pydantic import Field
 
 from voxflow.audio.formats import OutputFormat
 from voxflow.engines.base import VoiceInfo, VoiceSettings
+from voxflow.server.services import Services
 from voxflow.session import options
-from voxflow.session.alignment import ChunkAlignment
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError, StartOptions
-from voxflow.text.normalize import NormalizationMode
+from voxflow.session.errors import SessionError
+from voxflow.session.options import StartOptions
+from voxflow.text.normalize.normalizer import NormalizationMode
+from voxflow.transports.elevenlabs.alignment import ChunkAlignment
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
 from voxflow.transports.http_response import speak_request
+from voxflow.transports.json_body import RequestBody
 from voxflow.transports.request_protocol import RequestProtocol
-from voxflow.transports.wire import RequestBody
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").

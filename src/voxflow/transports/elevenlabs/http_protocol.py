@@ -18,11 +18,11 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from voxflow.session.alignment import CharAligner, TimedChar
 from voxflow.session.events import AudioOut, DoneOut, TimestampsOut
+from voxflow.transports.elevenlabs.alignment import CharAligner, TimedChar
 from voxflow.transports.elevenlabs.errors import http_error
+from voxflow.transports.json_body import dump
 from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
-from voxflow.transports.wire import dump
 
 __all__ = ["TtsAudio", "TtsLines", "TtsWhole", "http_alignment"]
 

@@ -48,8 +48,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxflow.session.alignment import CharAligner, ChunkAlignment
-from voxflow.session.errors import SHUTTING_DOWN
+from voxflow.connection.runner import Close, Reply
+from voxflow.server.services import Services
+from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -59,12 +60,11 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.options import check_name, clean_text
-from voxflow.session.runner import Close, Reply
-from voxflow.session.services import Services
-from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.session.options import StartOptions, check_name, clean_text
+from voxflow.session.session import Session
 from voxflow.text.messages import separate_sentences
 from voxflow.transports.elevenlabs import http as elevenlabs_http
+from voxflow.transports.elevenlabs.alignment import CharAligner, ChunkAlignment
 from voxflow.transports.elevenlabs.errors import (
     INTERNAL_ERROR,
     NORMAL_CLOSURE,
@@ -77,7 +77,7 @@ from voxflow.transports.elevenlabs.query import (
     ConnectionOptions,
     parse_connection,
 )
-from voxflow.transports.wire import decode_object, dump
+from voxflow.transports.json_body import decode_object, dump
 
 ELEVENLABS_MAX_CONTEXTS = 5
 SCHEDULE_RANGE = (50, 500)  # ElevenLabs' bounds for each chunk_length_schedule entry
@@ -98,7 +98,7 @@ class _Context:
 class ElevenLabsProtocol:
     """Protocol state of one connection, without I/O: ``receive`` applies a client frame to the
     session; ``reply`` turns a session event into frames (see
-    ``voxflow.session.runner.WireProtocol``)."""
+    ``voxflow.connection.runner.WireProtocol``)."""
 
     stall_close = Close(POLICY_VIOLATION, "client stopped reading")
     failure_close = Close(INTERNAL_ERROR, "internal error")

@@ -7,10 +7,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from voxflow.server.services import Services
+from voxflow.session.errors import SessionError
 from voxflow.session.options import MAX_SEED, shown
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError
-from voxflow.text.normalize import NormalizationMode
+from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 
 __all__ = ["DEFAULT_INACTIVITY_S", "MAX_INACTIVITY_S", "ConnectionOptions", "parse_connection"]

@@ -10,9 +10,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.websockets import WebSocket
 
-from voxflow.session.runner import run_connection
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError
+from voxflow.connection.runner import run_connection
+from voxflow.server.services import Services
+from voxflow.session.errors import SessionError
 from voxflow.transports.elevenlabs import errors as elevenlabs_errors
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.errors import TRY_AGAIN_LATER

@@ -16,13 +16,13 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from voxflow.runtime.scheduler import BackgroundQueueFull
+from voxflow.runtime.background import BackgroundQueueFull
+from voxflow.server.services import Services
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut
-from voxflow.session.services import Services
+from voxflow.transports.json_body import decode_object
 from voxflow.transports.native.errors import http_error
 from voxflow.transports.native.protocol import parse_start
-from voxflow.transports.wire import decode_object
 
 __all__ = ["prefetch"]
 

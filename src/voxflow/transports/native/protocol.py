@@ -11,7 +11,8 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from voxflow.session.errors import SHUTTING_DOWN
+from voxflow.connection.runner import Close, Reply
+from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
     CancelledOut,
@@ -22,6 +23,7 @@ from voxflow.session.events import (
     TimestampsOut,
 )
 from voxflow.session.options import (
+    StartOptions,
     check_name,
     clean_text,
     finite_number,
@@ -29,11 +31,10 @@ from voxflow.session.options import (
     shown,
     voice_settings,
 )
-from voxflow.session.runner import Close, Reply
-from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.session.session import Session
 from voxflow.text.lexicon import Lexicon, LexiconEntry
+from voxflow.transports.json_body import decode_object, dump
 from voxflow.transports.native.errors import error_body
-from voxflow.transports.wire import decode_object, dump
 
 __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 
@@ -114,7 +115,7 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
 
 
 class NativeProtocol:
-    """One native connection's protocol state (see ``voxflow.session.runner.WireProtocol``)."""
+    """One native connection's protocol state (see ``voxflow.connection.runner.WireProtocol``)."""
 
     stall_close = Close(WRITE_STALL_CLOSE_CODE, "client stopped reading")
     failure_close = Close(INTERNAL_ERROR_CLOSE_CODE, "internal error")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.websockets import WebSocket
 
-from voxflow.session.runner import run_connection
-from voxflow.session.services import Services
+from voxflow.connection.runner import run_connection
+from voxflow.server.services import Services
 from voxflow.transports.native.errors import http_error
 from voxflow.transports.native.protocol import NativeProtocol
 from voxflow.transports.websocket import refuse_while_draining, websocket_transport

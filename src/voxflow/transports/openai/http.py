@@ -20,13 +20,14 @@ from pydantic import Field
 
 from voxflow.audio.formats import OutputFormat, openai_output_format
 from voxflow.engines.base import VoiceSettings
+from voxflow.server.services import Services
 from voxflow.session import options
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError, StartOptions
+from voxflow.session.errors import SessionError
+from voxflow.session.options import StartOptions
 from voxflow.transports.http_response import speak_request
+from voxflow.transports.json_body import BodyError, RequestBody
 from voxflow.transports.openai.errors import openai_error
 from voxflow.transports.openai.protocol import SpeechAudio, SpeechEvents
-from voxflow.transports.wire import BodyError, RequestBody
 
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",

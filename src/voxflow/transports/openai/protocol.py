@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from voxflow.session.events import AudioOut, DoneOut
+from voxflow.transports.json_body import dump
 from voxflow.transports.openai.errors import openai_error
 from voxflow.transports.request_protocol import ErrorAnswer, RequestProtocol
-from voxflow.transports.wire import dump
 
 __all__ = ["SpeechAudio", "SpeechEvents"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from voxflow.session.errors import SessionError
 from voxflow.session.options import clean_text
-from voxflow.session.session import SessionError
 
 with warnings.catch_warnings():
     # wyoming.audio imports the stdlib ``audioop``, which warns about its removal on 3.11-3.12

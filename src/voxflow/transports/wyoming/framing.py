@@ -20,8 +20,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from voxflow.session.session import SessionError
-from voxflow.transports.wire import decode_object
+from voxflow.session.errors import SessionError
+from voxflow.transports.json_body import decode_object
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)

@@ -7,12 +7,12 @@ import importlib.metadata
 import warnings
 from urllib.parse import urlsplit
 
-from voxflow import __version__
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
+from voxflow.server.services import Services
+from voxflow.session.errors import SessionError
 from voxflow.session.options import check_name
-from voxflow.session.services import Services
-from voxflow.session.session import SessionError
+from voxflow.version import __version__
 
 with warnings.catch_warnings():
     # wyoming.audio imports the stdlib ``audioop``, which warns about its removal on 3.11-3.12

@@ -41,12 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from voxflow.connection.runner import Close, Reply
 from voxflow.engines.base import VoiceInfo, VoiceSettings
-from voxflow.session.errors import SHUTTING_DOWN
+from voxflow.server.services import Services
+from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import AudioOut, ClientEvent, CloseOut, DoneOut, ErrorOut
-from voxflow.session.runner import Close, Reply
-from voxflow.session.services import Services
-from voxflow.session.session import Session, SessionError, StartOptions
+from voxflow.session.options import StartOptions
+from voxflow.session.session import Session
 from voxflow.transports.wyoming import events
 from voxflow.transports.wyoming.framing import BadEvent
 from voxflow.transports.wyoming.info import build_info, resolve_voice
@@ -88,7 +89,7 @@ class _Request:
 
 
 class WyomingProtocol:
-    """One Wyoming connection's protocol state (see ``voxflow.session.runner.WireProtocol``)."""
+    """One Wyoming connection's protocol state (see ``voxflow.connection.runner.WireProtocol``)."""
 
     stall_close = Close(1008, "client stopped reading")
     failure_close = Close(1011, "internal error")

@@ -7,7 +7,7 @@ import asyncio
 import logging
 from typing import Any
 
-from voxflow.session.services import Services
+from voxflow.server.services import Services
 from voxflow.transports.wyoming.framing import FrameLimits
 from voxflow.transports.wyoming.info import parse_wyoming_uri
 from voxflow.transports.wyoming.tcp import serve_wyoming

@@ -11,8 +11,8 @@ import asyncio
 import logging
 import warnings
 
-from voxflow.session.runner import Close, PeerGone, Transport, run_connection
-from voxflow.session.services import Services
+from voxflow.connection.runner import Close, PeerGone, Transport, run_connection
+from voxflow.server.services import Services
 from voxflow.transports.wyoming.framing import (
     DEFAULT_FRAME_LIMITS,
     BadEvent,

@@ -1,0 +1,119 @@
+"""The calls benchmark's report: a table per server, the capacity, and the curves as SVG."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from voxflow_bench.calls.level import LevelResult
+from voxflow_bench.calls.run import CallsReport
+from voxflow_bench.plot import Series, scatter_svg, stack_svg
+
+__all__ = ["calls_plot", "format_calls"]
+
+_HEADER = (
+    "calls",
+    "turns",
+    "refused",
+    "TTFA p50",
+    "p95",
+    "p99",
+    "turns w/ gap",
+    "gap/audio",
+    "longest gap",
+    "in LLM pauses",
+    "refusal max",
+    "CPU s/audio s",
+    "RSS peak MiB",
+    "kept",
+)
+
+
+def _ms(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _row(level: LevelResult, kept: bool) -> list[str]:
+    ttfa = level.ttfa_ms
+    admitted = len(level.admitted)
+    failed = f" ({len(level.failed)} failed)" if level.failed else ""
+    return [
+        str(level.calls),
+        f"{len(level.turns)}{failed}",
+        str(len(level.refused)),
+        _ms(ttfa.p50),
+        _ms(ttfa.p95),
+        _ms(ttfa.p99),
+        f"{level.turns_with_gap} of {admitted}",
+        f"{100 * level.gap_share:.2f}%",
+        _ms(level.longest_gap_ms),
+        f"{100 * level.starved_gap_share:.2f}%",
+        _ms(level.refusal_ms.max, 1),
+        _ms(level.cpu_per_audio_s, 3),
+        _ms(level.rss_peak_mib),
+        "yes" if kept else "no",
+    ]
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [_HEADER, *rows]) for i in range(len(_HEADER))]
+    return [
+        "  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
+        for row in [_HEADER, *rows]
+    ]
+
+
+def format_calls(report: CallsReport) -> str:
+    o = report.options
+    p = o.pattern
+    goal = o.service
+    lines = [
+        f"voxflow calls bench: {report.url}" + (f"; peer at {report.peer}" if report.peer else ""),
+        f"{report.replies} replies, {p.token_rate:g} LLM tokens/s, {o.seconds:g} s a level, "
+        f"protocols {', '.join(o.protocols)}; caller speaks {p.caller_speech_s[0]:g} to "
+        f"{p.caller_speech_s[1]:g} s; {100 * p.barge_in_share:.0f}% of turns barged in; "
+        f"{100 * p.llm_pause_share:.0f}% of replies with a mark to pause at pause once; "
+        f"burstiness {p.burstiness:g}",
+        "audio played at real time from its first chunk, no client buffer; TTFA in ms from the "
+        "first token; gaps in an LLM pause (the listener had heard all the text) counted apart",
+        f"service level: TTFA p95 <= {goal.ttfa_p95_ms:g} ms, gaps <= {100 * goal.gap_share:g}% "
+        f"of audio, at most {goal.refusals} refusals",
+        "",
+        "voxflow",
+    ]
+    lines += _table([_row(level, level.within(goal)) for level in report.voxflow])
+    lines.append(f"  capacity: {_ms(report.capacity)} calls")
+    if report.peer_levels:
+        lines += ["", "peer"]
+        lines += _table([_row(level, level.within(goal)) for level in report.peer_levels])
+        lines.append(f"  capacity: {_ms(report.peer_capacity)} calls")
+    worst = [
+        f"{t.reply} ({t.protocol}, {t.longest_gap_ms:.0f} ms at {level.calls} calls)"
+        for level in report.voxflow
+        for t in level.worst_gaps()
+    ]
+    if worst:
+        lines += ["", "longest voxflow gaps: " + ", ".join(worst[:8])]
+    return "\n".join(lines)
+
+
+def _series(label: str, levels: Sequence[LevelResult], value: str) -> Series:
+    points = []
+    for level in levels:
+        y = level.ttfa_ms.p95 if value == "ttfa" else 100 * level.gap_share
+        if y is not None:
+            points.append((float(level.calls), y))
+    return Series(label, tuple(points), connect=True)
+
+
+def calls_plot(report: CallsReport) -> str:
+    """TTFA p95 and gap share against the number of calls, voxflow and the peer."""
+    charts = []
+    for value, title, axis in (
+        ("ttfa", "First audio from the first token, p95", "ms"),
+        ("gaps", "Gap time per audio time", "% of audio"),
+    ):
+        series = [_series("voxflow", report.voxflow, value)]
+        if report.peer_levels:
+            series.append(_series("wyoming-piper", report.peer_levels, value))
+        charts.append(scatter_svg(title, "concurrent calls", axis, series))
+    return stack_svg(charts)

@@ -1,0 +1,412 @@
+"""The benchmark commands of the ``voxflow`` command line (``bench``, ``bench-engine``,
+``bench-intelligibility``, ``bench-cache``, ``bench-encoders``, ``bench-prosody``): their parsers
+and their runs. What each measures: docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from voxflow.cli.args import comma_ints
+from voxflow.config import ServerSettings
+from voxflow.engines.base import Engine
+from voxflow.engines.registry import VoiceRegistry, installed_voices
+from voxflow.engines.router import build_engine
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow_bench.calls.lines import PROTOCOLS
+from voxflow_bench.calls.plan import CallPattern
+from voxflow_bench.corpus import Reply, load_corpus
+from voxflow_bench.encoders import format_table as format_encoder_table
+from voxflow_bench.encoders import run_encoder_bench
+from voxflow_bench.engine import format_table, run_engine_bench, summary
+from voxflow_bench.options import SECTIONS, BenchOptions
+from voxflow_bench.report import format_report
+from voxflow_bench.server import run_server_bench_sync, ttfa_plot
+
+if TYPE_CHECKING:  # pocketsphinx is a dev dependency: imported by the command that needs it
+    from voxflow_bench.intelligibility import IntelligibilityReport, Transcriber
+
+__all__ = ["BENCH_COMMANDS", "add_bench_parsers", "bench_command"]
+
+BENCH_COMMANDS = frozenset(
+    {
+        "bench",
+        "bench-cache",
+        "bench-encoders",
+        "bench-engine",
+        "bench-intelligibility",
+        "bench-prosody",
+    }
+)
+
+
+def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add each benchmark command's parser to ``commands``."""
+    cache_bench = commands.add_parser(
+        "bench-cache",
+        help="the phrase cache's effect on TTFA: hits, misses, Redis hits, a replayed agent trace",
+    )
+    cache_bench.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
+    )
+    cache_bench.add_argument(
+        "--replica", help="a second server on the same --cache-url: measure Redis hits on it"
+    )
+    cache_bench.add_argument("--trace", type=Path, help="agent trace file (default: bundled)")
+    cache_bench.add_argument("--repeats", type=int, default=5, help="hits per phrase")
+    cache_bench.add_argument(
+        "--sections", default="hits,replay", help="hits, replay (default %(default)s)"
+    )
+    cache_bench.add_argument("--json", type=Path, help="also write the results as JSON here")
+
+    encoders_cmd = commands.add_parser(
+        "bench-encoders", help="encoder CPU cost and added time to first audio, per format"
+    )
+    encoders_cmd.add_argument("--repeats", type=int, default=5, help="runs per format (median)")
+
+    bench_cmd = commands.add_parser(
+        "bench-engine", help="engine-level TTFA/RTF per input, chunking strategy and render mode"
+    )
+    bench_cmd.add_argument("--voice", help="voice name (default: the bundled voice)")
+    bench_cmd.add_argument("--repeats", type=int, default=5, help="runs per case (median)")
+    bench_cmd.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
+    bench_cmd.add_argument("--json", type=Path, help="also write the results as JSON here")
+
+    server_bench = commands.add_parser(
+        "bench",
+        help="TTFA, tokens, cancel and concurrency figures on a corpus of agent replies, against "
+        "a running server (and a Wyoming peer)",
+    )
+    server_bench.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
+    )
+    server_bench.add_argument(
+        "--peer", help="also measure a Wyoming TTS server, e.g. tcp://127.0.0.1:10200"
+    )
+    server_bench.add_argument("--corpus", type=Path, help="replies file (default: bundled)")
+    server_bench.add_argument("--replies", type=int, help="only the first N replies")
+    server_bench.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help="which sections to run (default %(default)s)",
+    )
+    server_bench.add_argument("--repeats", type=int, default=1, help="full-text runs per reply")
+    server_bench.add_argument(
+        "--concurrency", type=comma_ints, default=(1, 4, 8, 16), help="levels, e.g. 1,4,8,16"
+    )
+    server_bench.add_argument("--rounds", type=int, default=3, help="rounds per level")
+    server_bench.add_argument(
+        "--capacity",
+        type=comma_ints,
+        help="also sweep these levels upward until one underruns, e.g. 8,10,12,14,16",
+    )
+    server_bench.add_argument(
+        "--busy-streams",
+        type=int,
+        default=8,
+        help="memory: contexts speaking at once, read and then not read",
+    )
+    server_bench.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+    server_bench.add_argument("--format", default="pcm_24000", help="output format to request")
+    server_bench.add_argument(
+        "--voice", help="voice to request, e.g. kokoro:af_heart (default: the server's)"
+    )
+    server_bench.add_argument("--json", type=Path, help="also write the report as JSON here")
+    server_bench.add_argument(
+        "--plot",
+        type=Path,
+        help="write an SVG here: TTFA against first-sentence length (with --calls: TTFA and "
+        "gaps against the number of calls)",
+    )
+    calls = server_bench.add_argument_group(
+        "calls", "--calls runs the calls benchmark instead (docs/benchmarks.md#calls)"
+    )
+    calls.add_argument(
+        "--calls",
+        type=comma_ints,
+        help="levels of concurrent calls, e.g. 1,2,4,8,12,16 (corpus default: calls.tsv)",
+    )
+    calls.add_argument("--calls-seconds", type=float, default=60.0, help="seconds a level")
+    calls.add_argument(
+        "--protocols",
+        default=",".join(PROTOCOLS),
+        help="protocols the calls take in turn (default %(default)s)",
+    )
+    calls.add_argument(
+        "--burstiness", type=float, default=0.0, help="share of turns that start in lockstep"
+    )
+    calls.add_argument("--barge-in", type=float, default=0.15, help="share of turns barged in")
+    calls.add_argument(
+        "--llm-pauses", type=float, default=0.3, help="share of replies that pause mid-reply"
+    )
+    calls.add_argument("--seed", type=int, default=1, help="the call scripts' seed")
+
+    intelligibility = commands.add_parser(
+        "bench-intelligibility",
+        help="PocketSphinx word error rate of streamed vs whole renderings (needs voxflow[dev])",
+    )
+    intelligibility.add_argument(
+        "--voice", action="append", required=True, help="voice name (repeat for several)"
+    )
+    intelligibility.add_argument("--json", action="store_true", help="print JSON instead")
+    intelligibility.add_argument(
+        "--corpus",
+        type=Path,
+        help="agent replies (e.g. the bundled replies.tsv's format), each streamed as LLM "
+        "tokens on the server's path against its sentences rendered whole",
+    )
+    intelligibility.add_argument(
+        "--replies", type=int, help="with --corpus: only the first N replies"
+    )
+    intelligibility.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+
+    _add_prosody_parser(commands)
+
+
+def bench_command(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the benchmark command ``args`` names (one of ``BENCH_COMMANDS``)."""
+    registry = installed_voices(getattr(args, "voices_dir", None))
+    if args.command == "bench-engine":
+        return _bench_engine(args, registry, out)
+    if args.command == "bench":
+        return _bench_server(args, out)
+    if args.command == "bench-intelligibility":
+        return _bench_intelligibility(args, registry, out)
+    if args.command == "bench-cache":
+        return _bench_cache(args, out)
+    if args.command == "bench-encoders":
+        results = run_encoder_bench(repeats=args.repeats)
+        out.write(format_encoder_table(results) + "\n")
+        return 0
+    if args.command == "bench-prosody":
+        return _bench_prosody(args, out)
+    raise ValueError(f"not a benchmark command: {args.command}")
+
+
+def _add_prosody_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    prosody = commands.add_parser(
+        "bench-prosody",
+        help="what the server's cuts do to prosody: streamed vs whole-sentence rendering",
+    )
+    prosody.add_argument("--voice", help="voice name (default: the server's default voice)")
+    prosody.add_argument("--corpus", type=Path, help="replies file (default: the bundled corpus)")
+    prosody.add_argument("--replies", type=int, help="measure only the first N replies")
+    prosody.add_argument("--tokens", action="store_true", help="also send each reply as LLM tokens")
+    prosody.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+    prosody.add_argument(
+        "--noise",
+        choices=["off", "seeded"],
+        default="off",
+        help="off: noise_scale = noise_w = 0 (default); seeded: the voice's noise, seeded",
+    )
+    prosody.add_argument("--seed", type=int, default=1, help="seed (default %(default)s)")
+    prosody.add_argument(
+        "--silence-db", type=float, default=-50.0, help="silence threshold, dBFS on 5 ms frames"
+    )
+    prosody.add_argument("--workers", type=int, help="synthesis threads (default: one per core)")
+    prosody.add_argument("--json", type=Path, help="also write everything as JSON here")
+
+
+def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
+    if args.repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    engine = build_engine(registry, threads=args.threads)
+    voice = args.voice or registry.default_voice
+    engine.load(voice)
+
+    def progress(case: str) -> None:
+        print(f"  running {case} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+    results = run_engine_bench(engine, voice, repeats=args.repeats, progress=progress)
+    goals = summary(results)
+    print(format_table(results), file=out)
+    print(json.dumps({k: round(v, 3) for k, v in goals.items()}), file=out)
+    if args.json is not None:
+        payload = {"cases": [r.as_dict() for r in results], "summary": goals}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+def _bench_voice_engine(registry: VoiceRegistry, voice: str) -> Engine:
+    """The engine that speaks ``voice``, loaded, as ``bench-engine`` builds it."""
+    engine = build_engine(registry)
+    engine.load(voice)
+    return engine
+
+
+def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
+    # Imported here: pocketsphinx is a dev dependency, which the other commands do not need.
+    try:
+        from voxflow_bench import intelligibility  # noqa: PLC0415
+    except ImportError as error:
+        raise ValueError(f"bench-intelligibility needs voxflow[dev] ({error})") from error
+
+    transcriber = intelligibility.Transcriber()
+    if args.corpus is not None:
+        return _bench_reply_intelligibility(args, intelligibility.compare_replies, transcriber, out)
+    reports = []
+    for voice in args.voice:
+        engine = _bench_voice_engine(registry, voice)
+        print(f"  running {voice} ...", file=sys.stderr)  # noqa: T201 - CLI output
+        policy = SchedulerSettings().windows  # the windows the server cuts
+        sentences = intelligibility.SENTENCES
+        reports.append(intelligibility.compare(engine, voice, sentences, policy, transcriber))
+    if args.json:
+        print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
+    else:
+        print("\n\n".join(report.format() for report in reports), file=out)
+    return 0
+
+
+def _bench_reply_intelligibility(
+    args: argparse.Namespace,
+    compare_replies: Callable[..., IntelligibilityReport],
+    transcriber: Transcriber,
+    out: TextIO,
+) -> int:
+    from voxflow.server.services import Services  # noqa: PLC0415
+
+    replies = _replies(args)
+    kokoro = any(voice.startswith("kokoro:") for voice in args.voice)
+    settings = ServerSettings.from_env(
+        os.environ, voices_dir=args.voices_dir, kokoro=kokoro or None
+    )
+    services = Services.build(settings)
+    reports = []
+    try:
+        for voice in args.voice:
+
+            def progress(name: str, voice: str = voice) -> None:
+                print(f"  {voice}: {name} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+            report = compare_replies(
+                services, voice, replies, transcriber, args.token_rate, progress
+            )
+            reports.append(report)
+    finally:
+        services.shutdown()
+    if args.json:
+        print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
+    else:
+        print("\n\n".join(report.format() for report in reports), file=out)
+    return 0
+
+
+def _replies(args: argparse.Namespace, bundled: str = "replies.tsv") -> tuple[Reply, ...]:
+    """The corpus ``--corpus`` names (default: ``bundled``), its first ``--replies`` only."""
+    replies = load_corpus(args.corpus, bundled)
+    if args.replies is None:
+        return replies
+    if args.replies < 1:
+        raise ValueError("--replies must be at least 1")
+    return replies[: args.replies]
+
+
+def _bench_calls(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: only this command needs the calls' protocol lines.
+    from voxflow_bench.calls.report import calls_plot, format_calls  # noqa: PLC0415
+    from voxflow_bench.calls.run import CallsOptions, run_calls  # noqa: PLC0415
+
+    pattern = CallPattern(
+        token_rate=args.token_rate,
+        barge_in_share=args.barge_in,
+        llm_pause_share=args.llm_pauses,
+        burstiness=args.burstiness,
+        seed=args.seed,
+    )
+    options = CallsOptions(
+        levels=args.calls,
+        seconds=args.calls_seconds,
+        protocols=tuple(part.strip() for part in args.protocols.split(",") if part.strip()),
+        pattern=pattern,
+        voice=args.voice,
+    )
+    report = asyncio.run(run_calls(args.url, options, _replies(args, "calls.tsv"), args.peer))
+    print(format_calls(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    if args.plot is not None:
+        args.plot.write_text(calls_plot(report))
+    return 0
+
+
+def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
+    if args.calls:
+        return _bench_calls(args, out)
+    replies = _replies(args)
+    options = BenchOptions(
+        replies=replies,
+        sections=tuple(part.strip() for part in args.sections.split(",") if part.strip()),
+        repeats=args.repeats,
+        concurrency=args.concurrency,
+        rounds=args.rounds,
+        capacity=args.capacity or (),
+        busy_streams=args.busy_streams,
+        token_rate=args.token_rate,
+        output_format=args.format,
+        voice=args.voice,
+    )
+    report = run_server_bench_sync(args.url, options, sys.stderr, peer=args.peer)
+    print(format_report(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    if args.plot is not None:
+        args.plot.write_text(ttfa_plot(report))
+    return 0
+
+
+def _bench_cache(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported here: the client stack is not needed by the other commands.
+    from voxflow_bench.cache_bench import CacheBenchOptions, run_cache_bench  # noqa: PLC0415
+
+    sections = tuple(part.strip() for part in args.sections.split(",") if part.strip())
+    unknown = set(sections) - {"hits", "replay"}
+    if unknown or args.repeats < 1:
+        raise ValueError(f"--sections must be among hits, replay and --repeats >= 1 ({unknown})")
+    options = CacheBenchOptions(args.url, args.replica, args.trace, args.repeats, sections)
+
+    def progress(section: str) -> None:
+        print(f"  running {section} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+    report = asyncio.run(run_cache_bench(options, progress))
+    print(report.render(), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    return 0
+
+
+def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
+    # The server stack is imported only when needed (as voxflow serve does).
+    from voxflow.server.services import Services  # noqa: PLC0415
+    from voxflow_bench.levels import LevelSettings  # noqa: PLC0415
+    from voxflow_bench.prosody.report import format_report, report_dict  # noqa: PLC0415
+    from voxflow_bench.prosody.results import NoiseMode, ProsodyOptions  # noqa: PLC0415
+    from voxflow_bench.prosody.run import run_prosody_bench  # noqa: PLC0415
+
+    replies = _replies(args)
+    options = ProsodyOptions(
+        voice=args.voice,
+        noise=NoiseMode(args.noise),
+        seed=args.seed,
+        tokens=args.tokens,
+        token_rate=args.token_rate,
+        levels=LevelSettings(silence_db=args.silence_db),
+    )
+    settings = ServerSettings.from_env(
+        os.environ, voices_dir=args.voices_dir, default_voice=args.voice, workers=args.workers
+    )
+    services = Services.build(settings)
+    try:
+        report = run_prosody_bench(services, replies, options, sys.stderr)
+    finally:
+        services.shutdown()
+    print(format_report(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report_dict(report), indent=2) + "\n")
+    return 0

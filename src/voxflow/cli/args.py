@@ -1,0 +1,71 @@
+"""What the one-shot commands' parsers share: the text options (chunking, normalization) of
+``say`` and ``chunks``, and comma-separated integer lists (a chunk schedule, load levels)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from voxflow.text.chunking import ChunkingConfig, Strategy
+from voxflow.text.lexicon import Lexicon
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
+
+__all__ = [
+    "add_chunking_options",
+    "add_normalization_options",
+    "chunking",
+    "comma_ints",
+    "normalizer",
+]
+
+
+def comma_ints(value: str) -> tuple[int, ...]:
+    """An argparse type: ``"50,120,200"`` is ``(50, 120, 200)``."""
+    try:
+        entries = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, e.g. 1,4,8: {value}"
+        ) from error
+    if not entries:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return entries
+
+
+def add_chunking_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--chunking",
+        choices=[s.value for s in Strategy],
+        default=Strategy.ADAPTIVE.value,
+        help="segmentation strategy (default: adaptive)",
+    )
+    parser.add_argument(
+        "--schedule", type=comma_ints, help="chunk length schedule, e.g. 50,120,200"
+    )
+    parser.add_argument("--auto", action="store_true", help="auto mode: emit at every sentence")
+    parser.add_argument("--max-chars", type=int, help="hard cap on a segment's length")
+
+
+def add_normalization_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--normalization",
+        choices=[m.value for m in NormalizationMode],
+        default=NormalizationMode.AUTO.value,
+        help="text normalization (numbers, dates, units ...; default auto = on)",
+    )
+    parser.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
+
+
+def normalizer(args: argparse.Namespace) -> Normalizer:
+    return Normalizer(None if args.lexicon is None else Lexicon.from_file(args.lexicon))
+
+
+def chunking(args: argparse.Namespace) -> ChunkingConfig:
+    options: dict[str, object] = {
+        "strategy": Strategy(args.chunking),
+        "chunk_length_schedule": args.schedule,
+        "auto_mode": args.auto,
+    }
+    if args.max_chars is not None:
+        options["max_chars"] = args.max_chars
+    return ChunkingConfig(**options)  # type: ignore[arg-type]

@@ -1,0 +1,191 @@
+"""One-shot synthesis of a whole text in this process, through the server's own path.
+
+``voxflow say``, the engine benchmark and tests speak through a ``Session`` driven by a
+``LocalRunner`` against a ``Scheduler``: the segmenting, the lead and its takeover, the render
+windows, the seams and the encoding are the server's, not a copy, so a fix to one is a fix to all.
+
+``streamed=False`` is the sentence-by-sentence baseline of local TTS servers: each segment is
+rendered in one run, and there is no lead (a lead exists only to get a first window out early).
+With the same segments and seed both modes give the same audio, up to the window edges.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from types import TracebackType
+
+import numpy as np
+
+from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
+from voxflow.connection.local import LocalRunner
+from voxflow.engines.base import Engine, FloatArray
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.session.events import AudioOut, ErrorOut
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
+from voxflow.text.buffer import TextBuffer
+from voxflow.text.chunking import ChunkingConfig, Segment
+
+__all__ = ["LocalSpeaker", "SayResult", "SayStats", "segment_text"]
+
+# One window per segment: more frames than any piece has (pieces are capped at a few hundred
+# spoken characters, about 12 frames each).
+WHOLE_SEGMENT_FRAMES = 1 << 16
+_CONTEXT = "say"
+
+
+@dataclass(frozen=True)
+class SayStats:
+    """Timings of one synthesis; ``ttfa_ms`` runs from the start (segmentation and phonemization
+    included) to the first audio; ``segments`` counts the engine requests (a lead and its
+    takeover are two)."""
+
+    ttfa_ms: float
+    synth_ms: float
+    audio_ms: float
+    rtf: float
+    segments: int
+    chunks: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "ttfa_ms": round(self.ttfa_ms, 2),
+            "synth_ms": round(self.synth_ms, 2),
+            "audio_ms": round(self.audio_ms, 2),
+            "rtf": round(self.rtf, 4),
+            "segments": self.segments,
+            "chunks": self.chunks,
+        }
+
+
+@dataclass(frozen=True)
+class SayResult:
+    sample_rate: int
+    audio: FloatArray
+    pieces: tuple[str, ...]  # the spoken text of each engine request, in order
+    stats: SayStats
+
+
+def segment_text(text: str, chunking: ChunkingConfig) -> list[Segment]:
+    """All segments of a complete text, as a session's text buffer cuts them."""
+    buffer = TextBuffer(chunking)
+    return [*buffer.feed(text), *buffer.flush()]
+
+
+class LocalSpeaker:
+    """Speaks whole texts through a session in this process; owns its scheduler's workers.
+
+    One speaker renders one text at a time; ``close`` (or ``with``) stops its workers.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: SessionConfig,
+        streamed: bool = True,
+        scheduler: SchedulerSettings | None = None,
+    ) -> None:
+        settings = scheduler or SchedulerSettings()
+        if not streamed:
+            settings = replace(
+                settings,
+                first_window_frames=WHOLE_SEGMENT_FRAMES,
+                max_window_frames=WHOLE_SEGMENT_FRAMES,
+            )
+            config = replace(config, chunking=replace(config.chunking, lead_cost=None))
+        self._voices = engine.voice_info
+        self._config = config
+        self._scheduler = Scheduler(engine, settings)
+        self.last_pieces: tuple[str, ...] = ()  # the engine requests of the last text spoken
+
+    def __enter__(self) -> LocalSpeaker:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._scheduler.shutdown()
+
+    def stream(
+        self, text: str, options: StartOptions, timeout_s: float = 600.0
+    ) -> Iterator[AudioOut]:
+        """The audio of ``text``, chunk by chunk as it is rendered.
+
+        The output format is the voice's own rate as 16-bit PCM unless ``options`` names one.
+        ``ValueError`` for an empty text and for anything the session refuses (unknown voice,
+        bad settings); ``TimeoutError`` after ``timeout_s``. Closing the iterator early stops
+        the synthesis.
+        """
+        if not text.strip():
+            raise ValueError("nothing to say: the text is empty")
+        options = replace(options, output_format=self._format(options).name, paced=False)
+        session = Session(self._config, self._voices)
+        runner = LocalRunner(session, self._scheduler)
+        try:
+            session.start(_CONTEXT, options, runner.now())
+            session.text(_CONTEXT, text, runner.now())
+            session.end(_CONTEXT, runner.now())
+            events = runner.dispatch()
+            deadline = runner.now() + timeout_s
+            while True:
+                for event in events:
+                    if isinstance(event, ErrorOut):
+                        raise ValueError(f"{event.code}: {event.message}")
+                    if isinstance(event, AudioOut):
+                        yield event
+                if runner.finished(_CONTEXT):
+                    break
+                if runner.now() > deadline:
+                    raise TimeoutError(f"no end of the text after {timeout_s} s")
+                events = runner.step(deadline - runner.now())
+        finally:
+            self.last_pieces = tuple(request.text for request in runner.submitted)
+            runner.close()
+
+    def say(
+        self, text: str, options: StartOptions, clock: Callable[[], float] = time.perf_counter
+    ) -> SayResult:
+        """Synthesize ``text`` completely and measure it (see ``SayStats`` and ``stream``)."""
+        started = clock()
+        first_audio: float | None = None
+        chunks: list[bytes] = []
+        for event in self.stream(text, options):
+            first_audio = first_audio if first_audio is not None else clock()
+            chunks.append(event.data)
+        finished = clock()
+        if first_audio is None:
+            raise ValueError("nothing to say: the text has no pronounceable words")
+        rate = self._format(options).sample_rate
+        pcm = np.frombuffer(b"".join(chunks), dtype="<i2")
+        audio = (pcm.astype(np.float32) / np.float32(32768.0)).astype(np.float32, copy=False)
+        audio_ms = 1000.0 * len(audio) / rate
+        synth_ms = 1000.0 * (finished - started)
+        stats = SayStats(
+            ttfa_ms=1000.0 * (first_audio - started),
+            synth_ms=synth_ms,
+            audio_ms=audio_ms,
+            rtf=synth_ms / audio_ms,
+            segments=len(self.last_pieces),
+            chunks=len(chunks),
+        )
+        return SayResult(rate, audio, self.last_pieces, stats)
+
+    def _format(self, options: StartOptions) -> OutputFormat:
+        """PCM at the voice's own rate (no resampling), or at the rate of the format asked for."""
+        if options.output_format is not None:
+            rate = parse_output_format(options.output_format).sample_rate
+        else:
+            rate = self._voices(options.voice or self._config.default_voice).sample_rate
+        try:
+            return parse_output_format(f"pcm_{rate}")
+        except UnsupportedFormatError:
+            return parse_output_format("pcm_24000")

@@ -1,0 +1,236 @@
+"""What the app factory builds once and hands to every transport (no globals, no singletons)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from voxflow.audio.seam_settings import SeamSettings
+from voxflow.config import ServerSettings, default_workers
+from voxflow.connection.driver import SessionDriver
+from voxflow.connection.encoder_pool import EncoderPool
+from voxflow.connection.runner import RunnerSettings, StopSignal
+from voxflow.engines.base import VoiceSettings
+from voxflow.engines.kokoro.voices import PREFIX, default_voices_dir
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.router import EngineRouter, build_engine
+from voxflow.runtime.cache.phrase_cache import CacheSettings, PhraseCache
+from voxflow.runtime.cache.redis_tier import RedisTier, RedisTierSettings
+from voxflow.runtime.scheduler import Scheduler
+from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.server.metrics import ServerMetrics
+from voxflow.server.warm import Warmup
+from voxflow.session.admission import Admission, AdmissionSettings
+from voxflow.session.errors import SessionError
+from voxflow.session.events import ErrorOut, PrefetchSegment
+from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
+from voxflow.text.chunking import ChunkingConfig
+from voxflow.text.lexicon import Lexicon
+from voxflow.text.normalize.normalizer import Normalizer
+
+log = logging.getLogger(__name__)
+
+# The Kokoro voice loaded at start-up when the default voice is not a Kokoro one.
+KOKORO_VOICE = PREFIX + "af_heart"
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: ServerSettings
+    registry: VoiceRegistry
+    engine: EngineRouter
+    scheduler: Scheduler
+    metrics: ServerMetrics
+    default_voice: str
+    normalizer: Normalizer
+    # Encoder steps of every connection run here, off the event loop (``EncodeLanes``): as many
+    # threads as synthesis workers, since encoding competes with rendering for the same cores.
+    encoder_pool: EncoderPool
+    # The server-wide cap on active streams; every session of the server shares it.
+    admission: Admission
+    # The phrase cache (None: --cache-bytes 0) and its start-up warming (``--warm``).
+    cache: PhraseCache | None = None
+    warmup: Warmup | None = None
+    # Set when a shutdown's drain time is over: every connection's runner ends it with its
+    # protocol's last words (``WireProtocol.shutdown``).
+    stopping: StopSignal = field(default_factory=StopSignal)
+
+    @classmethod
+    def build(cls, settings: ServerSettings, metrics: ServerMetrics | None = None) -> Services:
+        """Find voices, load the default one and start the workers (blocking: call off-loop).
+        ``metrics``: the app's, when it counts refusals before the services exist."""
+        registry = voice_registry(settings)
+        default_voice = registry.get(settings.default_voice or registry.default_voice).name
+        engine = build_engine(registry)
+        engine.load(default_voice)
+        if settings.kokoro:
+            # The model and one voice now, not in a listener's first request (seconds).
+            engine.load(_kokoro_voice_to_load(registry, default_voice))
+        if settings.kokoro_fallback_voice is not None:
+            fallback = registry.get(settings.kokoro_fallback_voice)
+            if fallback.engine == "kokoro":
+                raise ValueError("the Kokoro fallback voice must be a voice of another engine")
+        cache = _phrase_cache(settings)
+        if cache is not None:
+            # The first key of a voice hashes its model: here, not in a listener's first job.
+            cache.key(engine, "", default_voice, VoiceSettings())
+        scheduler = Scheduler(
+            engine,
+            SchedulerSettings(
+                workers=settings.worker_threads,
+                max_lead_s=settings.max_lead_s,
+                # A job alone on the machine may use every core, no more than there are.
+                wide_threads=min(SchedulerSettings.wide_threads, default_workers()),
+            ),
+            cache=cache,
+        )
+        metrics = metrics or ServerMetrics()
+        metrics.watch_scheduler(scheduler.stats)
+        if cache is not None:
+            shared = cache.shared
+            metrics.watch_cache(
+                cache.stats, shared.stats if isinstance(shared, RedisTier) else None
+            )
+        lexicon = (
+            None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
+        )
+        encoder_pool = EncoderPool(settings.worker_threads)
+        admission = Admission(
+            AdmissionSettings(
+                settings.max_streams,
+                settings.stream_capacity,
+                settings.retry_after_s,
+                unpaced_cost=settings.max_load or 1.0,
+            ),
+            costs=scheduler.audio_cost,
+            on_refused=lambda refusal: metrics.count_rejected(refusal.value),
+        )
+        metrics.admitted_streams.set_function(lambda: admission.active)
+        metrics.stream_limit.set_function(lambda: admission.limit)
+        metrics.load.set_function(lambda: admission.load(time.monotonic()))
+        metrics.capacity.set(admission.capacity)
+        warmup = None
+        if settings.warm_path is not None:
+            if cache is None:
+                raise ValueError("--warm needs the phrase cache (--cache-bytes > 0)")
+            warmup = Warmup.from_file(settings.warm_path)
+        services = cls(
+            settings,
+            registry,
+            engine,
+            scheduler,
+            metrics,
+            default_voice,
+            Normalizer(lexicon),
+            encoder_pool,
+            admission,
+            cache,
+            warmup,
+        )
+        if warmup is not None:
+            warmup.start(services.prefetch)
+        return services
+
+    def session_config(self) -> SessionConfig:
+        return SessionConfig(
+            default_voice=self.default_voice,
+            default_format=self.settings.default_format,
+            chunking=ChunkingConfig(idle_flush_s=self.settings.idle_flush_s),
+            max_contexts=self.settings.max_contexts_per_connection,
+            max_message_chars=self.settings.max_message_chars,
+            seams=SeamSettings(sentence_pause_ms=self.settings.sentence_pause_ms),
+            normalizer=self.normalizer,
+            phrase_cache=self.cache is not None,
+            kokoro_slots=self.settings.kokoro_stream_slots,
+            kokoro_fallback_voice=self.settings.kokoro_fallback_voice,
+        )
+
+    def prefetch(self, options: StartOptions, text: str) -> list[Future[str]]:
+        """Queue ``text``'s engine requests (cut as a whole-text request with ``options`` would
+        be) as phrase cache prefetches, on a session of the server's own (no admission slot, no
+        connection): one future each. A refused text raises its ``SessionError``."""
+        session = Session(self.session_config(), self.registry.get)
+        session.prefetch(None, options, text, time.monotonic())
+        futures: list[Future[str]] = []
+        for output in session.drain():
+            if isinstance(output, ErrorOut):
+                raise SessionError(output.code, output.message, output.retryable)
+            if isinstance(output, PrefetchSegment):
+                futures.append(self.scheduler.prefetch(output.request))
+        return futures
+
+    def new_driver(self, protocol: str, config: SessionConfig | None = None) -> SessionDriver:
+        """A session and its driver for one connection of ``protocol`` (on the event loop)."""
+        return self._driver(protocol, config)
+
+    def new_request_driver(self, protocol: str) -> SessionDriver:
+        """A session and its driver for one HTTP request (call on the event loop).
+
+        A request renders unpaced, as fast as the workers allow, until its outbox holds
+        ``outbound_bytes``; a client reading at playback speed (a player) then paces it."""
+        return self._driver(protocol, None)
+
+    def _driver(self, protocol: str, config: SessionConfig | None) -> SessionDriver:
+        session = Session(config or self.session_config(), self.registry.get, self.admission)
+        return SessionDriver(
+            session,
+            self.scheduler,
+            self.metrics,
+            outbox_bytes=self.settings.outbound_bytes,
+            encoder_pool=self.encoder_pool,
+            protocol=protocol,
+        )
+
+    def runner_settings(self) -> RunnerSettings:
+        return RunnerSettings(write_timeout_s=self.settings.write_timeout_s, stopping=self.stopping)
+
+    async def drain(self, drain_s: float) -> None:
+        """A graceful shutdown's first part (on the event loop): admit no new stream, let the
+        admitted ones finish for up to ``drain_s``, then tell every connection still open to
+        end with its protocol's last words (``stopping``)."""
+        self.admission.drain()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain_s
+        while self.admission.active > 0 and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if self.admission.active > 0:
+            log.warning("drain time over with %d streams left; ending them", self.admission.active)
+        self.stopping.set()
+
+    def shutdown(self) -> None:
+        self.scheduler.shutdown()
+        self.encoder_pool.shutdown(wait=True, cancel_futures=True)
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _phrase_cache(settings: ServerSettings) -> PhraseCache | None:
+    if settings.cache_bytes == 0:
+        return None
+    shared = None
+    if settings.cache_url is not None:
+        shared = RedisTier(
+            RedisTierSettings(settings.cache_url, settings.cache_ttl_s, settings.cache_timeout_s)
+        )
+        log.info("phrase cache: shared tier redis at %s", shared.address)
+    return PhraseCache(CacheSettings(memory_bytes=settings.cache_bytes), shared)
+
+
+def voice_registry(settings: ServerSettings) -> VoiceRegistry:
+    """The server's voices: Piper's, Kokoro's with ``settings.kokoro``, and the aliases."""
+    kokoro_dir = None
+    if settings.kokoro:
+        kokoro_dir = settings.kokoro_voices_dir or default_voices_dir()
+    return VoiceRegistry(settings.voices_dir, kokoro_dir=kokoro_dir, aliases=settings.aliases())
+
+
+def _kokoro_voice_to_load(registry: VoiceRegistry, default_voice: str) -> str:
+    """The default voice if it is a Kokoro voice, else ``af_heart`` (or the first there is)."""
+    kokoro = [v.name for v in registry.list() if v.engine == "kokoro"]
+    if registry.get(default_voice).engine == "kokoro":
+        return default_voice
+    return KOKORO_VOICE if KOKORO_VOICE in kokoro else kokoro[0]

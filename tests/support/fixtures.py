@@ -1,0 +1,75 @@
+"""The fixtures the product's tests and the benchmarks' tests share: the real bundled voice and
+the real Kokoro engine, loaded once per test session, and a real server. Each suite's conftest
+imports them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import pytest
+import uvicorn
+
+from tests.support.servers import TEST_MAX_STREAMS, free_port, running_server, serving
+from voxflow.config import ServerSettings
+from voxflow.engines.kokoro import model as kokoro_model
+from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
+from voxflow.engines.kokoro.voices import default_voices_dir, find_packs
+from voxflow.engines.piper import EngineSettings, PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+
+
+@pytest.fixture(scope="session")
+def registry() -> VoiceRegistry:
+    return VoiceRegistry()
+
+
+@pytest.fixture(scope="session")
+def engine(registry: VoiceRegistry) -> PiperEngine:
+    engine = PiperEngine(registry, EngineSettings())
+    engine.load("joe")
+    return engine
+
+
+@pytest.fixture(scope="session")
+def kokoro_registry() -> VoiceRegistry:
+    """Piper's voices and the Kokoro packs ``make kokoro-voices`` installed (``make unit``
+    installs them: their absence is a failure, not a skip)."""
+    voices = default_voices_dir()
+    assert find_packs(voices), f"no Kokoro voices in {voices}: make kokoro-voices (make unit does)"
+    assert kokoro_model.available(), kokoro_model.INSTALL_HINT
+    return VoiceRegistry(kokoro_dir=voices)
+
+
+@pytest.fixture(scope="session")
+def kokoro_engine(kokoro_registry: VoiceRegistry) -> KokoroEngine:
+    """The Kokoro engine with ``kokoro:af_heart`` loaded (the model split: a few seconds, once)."""
+    # Both cores for every job (one set of sessions): the tests render whole sentences on the
+    # test's thread, and results do not depend on the thread count.
+    engine = KokoroEngine(kokoro_registry, KokoroSettings(intra_op_threads=2, wide_threads=2))
+    engine.load("kokoro:af_heart")
+    return engine
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[uvicorn.Server]:
+    """The session's shared server (``server_url`` is its address)."""
+    settings = ServerSettings(port=free_port(), workers=2, max_streams=TEST_MAX_STREAMS)
+    with serving(settings) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def server_url(live_server: uvicorn.Server) -> str:
+    return f"http://127.0.0.1:{live_server.config.port}"
+
+
+@pytest.fixture
+def server_factory() -> Callable[..., contextlib.AbstractContextManager[str]]:
+    """Start a dedicated server with non-default settings (one per test)."""
+
+    def start(**settings: object) -> contextlib.AbstractContextManager[str]:
+        settings.setdefault("max_streams", TEST_MAX_STREAMS)
+        return running_server(ServerSettings(port=free_port(), **settings))  # type: ignore[arg-type]
+
+    return start
