@@ -98,3 +98,105 @@ def test_no_module_of_voxflow_imports_itself_back() -> None:
     modules = _modules()
     assert "voxflow.session.session" in modules and "voxflow.runtime.work" in modules
     assert cycles(import_graph(modules)) == []
+
+
+# The layers, top to bottom (docs/architecture.md): a module imports its own layer and those below.
+LAYERS = {
+    "cli": 7,
+    "server": 6,
+    "transports": 5,
+    "connection": 4,
+    "session": 3,
+    "runtime": 2,
+    "engines": 1,
+    "text": 1,
+    "audio": 1,
+}
+# Settings the composition root reads; the client; the version string; the native protocol's
+# schema, which the server writes by and the client reads by (stdlib only, below every layer).
+OUTSIDE_LAYERS = {
+    "voxflow.config": 6,
+    "voxflow.client": 0,
+    "voxflow.version": 0,
+    "voxflow.transports.native.schema": 0,
+}
+
+
+def _layer(module: str) -> int | None:
+    if module in OUTSIDE_LAYERS:
+        return OUTSIDE_LAYERS[module]
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in LAYERS:
+        return LAYERS[parts[1]]
+    for prefix, rank in OUTSIDE_LAYERS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return rank
+    return None
+
+
+def test_every_layer_imports_only_its_own_and_those_below() -> None:
+    graph = import_graph(_modules())
+    upward = []
+    for module, imports in graph.items():
+        rank = _layer(module)
+        if rank is None:  # the package's public API and ``python -m voxflow``
+            continue
+        upward += [(module, other) for other in imports if (_layer(other) or 0) > rank]
+    assert upward == []
+
+
+def _imports_of(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_nothing_of_the_product_or_its_tests_imports_the_benchmarks() -> None:
+    tests = Path(__file__).parent
+    files = [*(SOURCE / "voxflow").rglob("*.py"), *tests.rglob("*.py")]
+    assert len(files) > 300
+    benchmark_imports = [
+        (str(path), module)
+        for path in files
+        for module in _imports_of(path)
+        if module.split(".")[0] == "voxflow_bench"
+    ]
+    assert benchmark_imports == []
+
+
+def test_test_modules_share_code_only_through_the_support_package() -> None:
+    tests = Path(__file__).parent
+    shared = [
+        (str(path.relative_to(tests)), module)
+        for path in tests.rglob("*.py")
+        for module in _imports_of(path)
+        if module.split(".")[0] == "tests" and not module.startswith("tests.support")
+    ]
+    assert shared == []
+
+
+def test_every_name_a_module_exports_is_its_own() -> None:
+    # A module whose __all__ lists names it imports is a re-export shim for old importers. Only
+    # packages (their __init__) gather names: the public API and the client's.
+    reexported = []
+    for name, path in _modules().items():
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            alias.asname or alias.name
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+            ):
+                listed = ast.literal_eval(node.value)
+                reexported += [(name, export) for export in listed if export in imported]
+    assert reexported == []

@@ -14,7 +14,7 @@ from xml.dom import minidom
 import pytest
 from tests.support.servers import TEST_MAX_STREAMS, free_port, running_server
 
-from voxflow.config import ServerSettings
+from voxflow import ServerSettings
 from voxflow_bench.calls.lines import PROTOCOLS, open_line
 from voxflow_bench.calls.plan import CallPattern, TokenAt, TurnPlan
 from voxflow_bench.calls.process import listening_pids

@@ -4,8 +4,8 @@ import statistics
 
 import pytest
 
+from voxflow import Strategy
 from voxflow.engines.piper import PiperEngine
-from voxflow.text.chunking import Strategy
 from voxflow_bench.engine import format_table, run_engine_bench, summary
 
 

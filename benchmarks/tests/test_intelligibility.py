@@ -5,9 +5,10 @@ import json
 import numpy as np
 import pytest
 
+from voxflow import VoiceSettings
 from voxflow.audio.resample import StreamResampler
 from voxflow.cli.main import main
-from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings
+from voxflow.engines.base import FloatArray, Utterance, VoiceInfo
 from voxflow.engines.kokoro.engine import KokoroEngine
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.windows import WindowPolicy

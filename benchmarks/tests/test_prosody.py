@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voxflow import ServerSettings, VoiceSettings
 from voxflow.cli.main import main
-from voxflow.config import ServerSettings
-from voxflow.engines.base import VoiceSettings
 from voxflow.server.services import Services
 from voxflow.session.events import TimestampsOut, WordTiming
 from voxflow_bench.corpus import Reply

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from tests.support.servers import running_server
 
-from voxflow.config import ServerSettings
+from voxflow import ServerSettings
 from voxflow_bench.corpus import load_corpus
 from voxflow_bench.options import LONG_TEXT, BenchOptions
 from voxflow_bench.report import BenchReport, format_report

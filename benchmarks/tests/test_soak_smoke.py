@@ -9,8 +9,8 @@ import io
 import pytest
 from tests.support.servers import free_port, running_server
 
+from voxflow import ServerSettings
 from voxflow.cli.main import main
-from voxflow.config import ServerSettings
 from voxflow_bench.corpus import load_corpus
 from voxflow_bench.soak.options import SoakOptions
 from voxflow_bench.soak.report import SoakReport, format_soak_report

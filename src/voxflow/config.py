@@ -44,7 +44,7 @@ class ServerSettings:
     max_message_chars: int = 10_000
     # Bytes of client events queued on a connection (its audio as it goes on the wire) above
     # which its streams stop rendering until the client has read them: what a client that reads
-    # slowly, or not at all, costs the server (session.driver). One that reads nothing is closed
+    # slowly, or not at all, costs the server (connection.driver). One that reads nothing is closed
     # once four times this waits (what its streams had in flight when they stopped).
     outbound_bytes: int = 1 << 20
     write_timeout_s: float = 10.0  # a send that takes longer closes the connection

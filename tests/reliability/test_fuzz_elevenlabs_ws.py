@@ -6,8 +6,6 @@ error frame with a catalogued code, followed by a close as its table says."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -26,9 +24,9 @@ from tests.support.fuzz_inputs import (
     names,
     nasty_text,
 )
-from voxflow.config import ServerSettings
-from voxflow.connection.runner import Reply
-from voxflow.server.services import Services
+from tests.support.protocols import protocol_context, session_config, voice_registry
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Reply
 from voxflow.session.events import (
     AudioOut,
     ClientEvent,
@@ -43,10 +41,8 @@ GOOD_QUERY = {"output_format": "pcm_22050"}  # the voice's rate: no resampler to
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    yield built
-    built.shutdown()
+def context() -> ProtocolContext:
+    return protocol_context()
 
 
 contexts = st.one_of(st.sampled_from(["a", "b", "default"]), names)
@@ -104,9 +100,9 @@ voice_ids = st.one_of(st.sampled_from(["joe", "21m00Tcm4TlvDq8ikWAM"]), names)
 class _Session(Session):
     """Remembers which contexts were ended, so the test can answer them as the runtime would."""
 
-    def __init__(self, services: Services, multi: bool) -> None:
-        config = replace(services.session_config(), max_contexts=driver_contexts(services, multi))
-        super().__init__(config, services.registry.get)
+    def __init__(self, context: ProtocolContext, multi: bool) -> None:
+        config = session_config(max_contexts=driver_contexts(context, multi))
+        super().__init__(config, voice_registry().get)
         self.ended: list[str] = []
 
     def end(self, context_id: str | None, now: float) -> None:
@@ -134,11 +130,11 @@ class _Connection:
     """One connection: a session and its protocol, and whether it has closed."""
 
     def __init__(
-        self, services: Services, voice_id: str, query: dict[str, str], multi: bool
+        self, context: ProtocolContext, voice_id: str, query: dict[str, str], multi: bool
     ) -> None:
-        self.session = _Session(services, multi)
+        self.session = _Session(context, multi)
         self.protocol = ElevenLabsProtocol(
-            self.session, lambda: 0.0, services, voice_id, query, multi
+            self.session, lambda: 0.0, context, voice_id, query, multi
         )
         self.closed = False
         self.pump()
@@ -158,13 +154,13 @@ class _Connection:
 
 
 def _drive(
-    services: Services, voice_id: str, query: dict[str, str], multi: bool, batch: list[Any]
+    context: ProtocolContext, voice_id: str, query: dict[str, str], multi: bool, batch: list[Any]
 ) -> None:
-    connection = _Connection(services, voice_id, query, multi)
+    connection = _Connection(context, voice_id, query, multi)
     for frame in batch:
         if connection.closed:
             # The client reconnects, as ElevenLabs' clients do after an error.
-            connection = _Connection(services, "joe", GOOD_QUERY, multi)
+            connection = _Connection(context, "joe", GOOD_QUERY, multi)
         connection.protocol.receive(frame)
         connection.pump()
     if not connection.closed:
@@ -182,6 +178,6 @@ def _drive(
     batch=st.lists(frames, min_size=FRAMES_PER_EXAMPLE, max_size=FRAMES_PER_EXAMPLE),
 )
 def test_elevenlabs_socket_survives_any_frames(
-    services: Services, voice_id: str, query: dict[str, str], multi: bool, batch: list[Any]
+    context: ProtocolContext, voice_id: str, query: dict[str, str], multi: bool, batch: list[Any]
 ) -> None:
-    _drive(services, voice_id, query, multi, batch)
+    _drive(context, voice_id, query, multi, batch)

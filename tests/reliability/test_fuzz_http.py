@@ -28,9 +28,9 @@ from tests.support.fuzz_inputs import (
     names,
     nasty_text,
 )
-from voxflow.config import ServerSettings
+from tests.support.protocols import protocol_context
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session.errors import SessionError
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.openai import http as openai_http
@@ -41,10 +41,8 @@ UNCLEAN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    yield built
-    built.shutdown()
+def context() -> ProtocolContext:
+    return protocol_context()
 
 
 texts = st.one_of(st.sampled_from(["Hello there.", "It costs $3.50, ok?", " ", ""]), nasty_text)
@@ -98,10 +96,10 @@ def _assert_clean(text: str, settings: VoiceSettings) -> None:
     assert settings.seed is None or 0 <= settings.seed < 2**32
 
 
-def _check_openai(services: Services, raw: bytes) -> None:
+def _check_openai(context: ProtocolContext, raw: bytes) -> None:
     request = openai_http.SpeechRequest.model_validate(raw)  # as the route reads it
     try:
-        plan = openai_http.plan(request, services)
+        plan = openai_http.plan(request, context)
     except SessionError as error:
         response = openai_http.error_response(error)
         answer = _assert_refusal(error, response.status_code, bytes(response.body))
@@ -112,10 +110,10 @@ def _check_openai(services: Services, raw: bytes) -> None:
     _assert_clean(plan.text, plan.settings)
 
 
-def _check_elevenlabs(services: Services, voice_id: str, fmt: str | None, raw: bytes) -> None:
+def _check_elevenlabs(context: ProtocolContext, voice_id: str, fmt: str | None, raw: bytes) -> None:
     body = elevenlabs_http.SpeechBody.model_validate(raw)  # as the routes read it
     try:
-        plan = elevenlabs_http.plan(services, voice_id, body, fmt)
+        plan = elevenlabs_http.plan(context, voice_id, body, fmt)
     except SessionError as error:
         response = elevenlabs_http.error_response(error)
         answer = _assert_refusal(error, response.status_code, bytes(response.body))
@@ -128,10 +126,10 @@ def _check_elevenlabs(services: Services, voice_id: str, fmt: str | None, raw: b
 @settings(FUZZ, max_examples=1_000)
 @given(batch=st.lists(_bodies(OPENAI, "input"), min_size=10, max_size=10))
 def test_openai_bodies_are_accepted_clean_or_refused_in_openai_shape(
-    services: Services, batch: list[bytes]
+    context: ProtocolContext, batch: list[bytes]
 ) -> None:
     for raw in batch:
-        _check_openai(services, raw)
+        _check_openai(context, raw)
 
 
 formats = st.one_of(st.sampled_from([None, "pcm_22050", "mp3_44100_128", "wav_1"]), names)
@@ -146,10 +144,10 @@ voice_ids = st.one_of(st.sampled_from(["joe", "21m00Tcm4TlvDq8ikWAM"]), names)
     batch=st.lists(_bodies(ELEVENLABS, "text"), min_size=10, max_size=10),
 )
 def test_elevenlabs_bodies_are_accepted_clean_or_refused_in_elevenlabs_shape(
-    services: Services, voice_id: str, fmt: str | None, batch: list[bytes]
+    context: ProtocolContext, voice_id: str, fmt: str | None, batch: list[bytes]
 ) -> None:
     for raw in batch:
-        _check_elevenlabs(services, voice_id, fmt, raw)
+        _check_elevenlabs(context, voice_id, fmt, raw)
 
 
 # -- a sample through a real server ---------------------------------------------------------------

@@ -26,10 +26,10 @@ from tests.support.fuzz_inputs import (
     nasty_text,
     nasty_value,
 )
+from tests.support.protocols import protocol_context, session_config, voice_registry
 from tests.support.wyoming_messages import Event
-from voxflow.config import ServerSettings
-from voxflow.connection.runner import Reply
-from voxflow.server.services import Services
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Reply
 from voxflow.session.events import AudioOut, CancelledOut, CloseOut, DoneOut, ErrorOut
 from voxflow.session.session import Session
 from voxflow.transports.wyoming.framing import BadEvent, read_event
@@ -42,10 +42,8 @@ ANSWERS = frozenset(
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    yield built
-    built.shutdown()
+def context() -> ProtocolContext:
+    return protocol_context()
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +124,8 @@ async def _read_all(stream: bytes) -> list[WyomingFrame]:
 class _Session(Session):
     """Remembers which contexts were ended, so the test can answer them as the runtime would."""
 
-    def __init__(self, services: Services) -> None:
-        super().__init__(services.session_config(), services.registry.get)
+    def __init__(self, context: ProtocolContext) -> None:
+        super().__init__(session_config(), voice_registry().get)
         self.ended: list[str] = []
 
     def end(self, context_id: str | None, now: float) -> None:
@@ -160,10 +158,10 @@ def _pump(session: _Session, protocol: WyomingProtocol) -> None:
 @settings(FUZZ, max_examples=1_000)
 @given(batch=st.lists(wire, min_size=EVENTS_PER_EXAMPLE, max_size=EVENTS_PER_EXAMPLE))
 def test_wyoming_survives_any_events(
-    services: Services, runner: asyncio.Runner, batch: list[bytes]
+    context: ProtocolContext, runner: asyncio.Runner, batch: list[bytes]
 ) -> None:
-    session = _Session(services)
-    protocol = WyomingProtocol(session, lambda: 0.0, services)
+    session = _Session(context)
+    protocol = WyomingProtocol(session, lambda: 0.0, context)
     frames = runner.run(_read_all(b"".join(batch)))
     for frame in frames:
         _check(protocol.receive(frame))

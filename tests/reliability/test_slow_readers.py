@@ -25,7 +25,7 @@ from voxflow.config import ServerSettings
 from voxflow.server.services import Services
 
 SETTLE_S = 60.0
-# The runner gives a close 2 s before it aborts the connection (session/runner.py).
+# The runner gives a close 2 s before it aborts the connection (connection/runner.py).
 CLOSE_BOUND_S = 10.0
 PROTOCOLS = {
     # The answers are rendered far ahead of playback (max_lead_s below), so the 44.1 kHz audio

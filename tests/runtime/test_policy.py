@@ -171,6 +171,25 @@ def test_a_window_in_flight_when_its_stream_is_cancelled_is_discarded() -> None:
     assert _complete(policy, *picked, 0.0) == []  # no audio, and no Drained either
 
 
+def test_each_work_that_leaves_the_queue_is_retired_once() -> None:
+    # What is kept per work outside the policy (the phrase cache's) is released on ``retired``.
+    retired: list[int] = []
+    policy = SchedulingPolicy(SchedulerSettings(), lambda work: retired.append(work.request.tag))
+    stream = policy.open_stream(lambda _event: None, CostModel())
+    for tag in range(3):
+        policy.submit(stream, SegmentRequest("Hello there.", "joe", VoiceSettings(), tag), 0.0)
+    while not retired:  # the first rendered to its end
+        picked = policy.next_job(0.0, busy=1)
+        assert picked is not None and picked[1].work.request.tag == 0
+        _complete(policy, *picked, 0.0, frames=30)
+    picked = policy.next_job(0.0, busy=1)  # the second fails in its text stage
+    assert picked is not None and picked[1].window is None
+    policy.failed(stream, picked[1], RuntimeError("no voice"), 0.0)
+    assert retired == [0, 1]
+    policy.cancel(stream)  # the third is still queued
+    assert retired == [0, 1, 2]
+
+
 # -- results ---------------------------------------------------------------------------------------
 
 

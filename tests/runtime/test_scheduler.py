@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from tests.support.scheduler_sinks import Recorder
 from tests.support.wrapped_engine import WrappedEngine
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.runtime.handover import LEAD_IN_FRAMES
-from voxflow.runtime.jobs import Drained, Failed, Prepared, Rendered, SchedulerEvent, SegmentRequest
+from voxflow.runtime.jobs import Drained, Failed, Prepared, Rendered, SegmentRequest
 from voxflow.runtime.scheduler import Scheduler
 from voxflow.runtime.scheduler_settings import SchedulerSettings
 
@@ -19,28 +20,6 @@ LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
     "in the distance, prepares for a long evening of music that nobody will forget."
 )
-
-
-class Recorder:
-    """A thread-safe sink that remembers events (with the stream they came from)."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, SchedulerEvent]] = []
-        self.lock = threading.Lock()
-        self.done = threading.Event()
-
-    def sink(self, name: str) -> object:
-        def receive(event: SchedulerEvent) -> None:
-            with self.lock:
-                self.events.append((name, event))
-            if isinstance(event, Drained):
-                self.done.set()
-
-        return receive
-
-    def of(self, name: str) -> list[SchedulerEvent]:
-        with self.lock:
-            return [e for n, e in self.events if n == name]
 
 
 @pytest.fixture
@@ -58,7 +37,7 @@ def test_segments_come_out_in_order_and_match_the_whole_render(
     scheduler: Scheduler, engine: PiperEngine
 ) -> None:
     recorder = Recorder()
-    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream = scheduler.open_stream(recorder.sink("a"))
     stream.submit(_request("Hello there.", 0))
     stream.submit(_request(LONG, 1))
     stream.close_input()
@@ -83,7 +62,7 @@ def test_segments_come_out_in_order_and_match_the_whole_render(
 
 def test_windows_start_small_and_grow_while_ahead(scheduler: Scheduler) -> None:
     recorder = Recorder()
-    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream = scheduler.open_stream(recorder.sink("a"))
     stream.submit(_request(LONG, 0))
     stream.close_input()
     assert recorder.done.wait(30)
@@ -100,11 +79,11 @@ def test_a_new_streams_first_window_jumps_ahead_of_a_stream_with_audio_in_hand(
     scheduler = Scheduler(engine, settings)
     try:
         recorder = Recorder()
-        busy = scheduler.open_stream(recorder.sink("busy"))  # type: ignore[arg-type]
+        busy = scheduler.open_stream(recorder.sink("busy"))
         busy.submit(_request(LONG * 3, 0))
         while sum(isinstance(e, Rendered) for e in recorder.of("busy")) < 3:
             time.sleep(0.005)
-        fresh = scheduler.open_stream(recorder.sink("fresh"))  # type: ignore[arg-type]
+        fresh = scheduler.open_stream(recorder.sink("fresh"))
         fresh.submit(_request("Hi!", 0))
         deadline = time.monotonic() + 20
         while not any(isinstance(e, Rendered) for e in recorder.of("fresh")):
@@ -140,16 +119,16 @@ def test_a_first_audio_worker_starts_a_new_stream_beside_a_window_in_flight(
     engine: PiperEngine, first_audio_workers: int
 ) -> None:
     settings = SchedulerSettings(workers=1, first_audio_workers=first_audio_workers)
-    scheduler = Scheduler(HeldEngine(engine), settings)  # type: ignore[arg-type]
+    scheduler = Scheduler(HeldEngine(engine), settings)
     try:
         recorder = Recorder()
-        busy = scheduler.open_stream(recorder.sink("busy"))  # type: ignore[arg-type]
+        busy = scheduler.open_stream(recorder.sink("busy"))
         busy.submit(_request(LONG, 0))
         while not any(isinstance(e, Rendered) for e in recorder.of("busy")):
             time.sleep(0.005)
         time.sleep(0.05)  # the worker holds the busy stream's next window now
         windows = sum(isinstance(e, Rendered) for e in recorder.of("busy"))
-        fresh = scheduler.open_stream(recorder.sink("fresh"))  # type: ignore[arg-type]
+        fresh = scheduler.open_stream(recorder.sink("fresh"))
         fresh.submit(_request("Hi!", 0))
         deadline = time.monotonic() + 20
         while not any(isinstance(e, Rendered) for e in recorder.of("fresh")):
@@ -166,7 +145,7 @@ def test_a_first_audio_worker_starts_a_new_stream_beside_a_window_in_flight(
 
 def test_no_event_after_cancel_returns(scheduler: Scheduler) -> None:
     recorder = Recorder()
-    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream = scheduler.open_stream(recorder.sink("a"))
     stream.submit(_request(LONG, 0))
     stream.submit(_request(LONG, 1))
     stream.close_input()
@@ -198,7 +177,7 @@ def test_a_failed_segment_is_reported_and_the_stream_goes_on(engine: PiperEngine
     scheduler = Scheduler(FailingEngine(engine), SchedulerSettings(workers=1))
     try:
         recorder = Recorder()
-        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream = scheduler.open_stream(recorder.sink("a"))
         stream.submit(_request("explode", 0))
         stream.submit(_request("Still here.", 1))
         stream.close_input()
@@ -216,7 +195,7 @@ def test_streams_far_ahead_wait(engine: PiperEngine) -> None:
     scheduler = Scheduler(engine, SchedulerSettings(workers=2, max_lead_s=0.3))
     try:
         recorder = Recorder()
-        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream = scheduler.open_stream(recorder.sink("a"))
         started = time.monotonic()
         stream.submit(_request(LONG * 2, 0))
         time.sleep(0.6)
@@ -264,7 +243,7 @@ def test_a_lone_streams_first_audio_may_use_every_core(engine: PiperEngine) -> N
     scheduler = Scheduler(wrapped, SchedulerSettings(workers=2, wide_threads=2))
     try:
         recorder = Recorder()
-        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream = scheduler.open_stream(recorder.sink("a"))
         stream.submit(_request(LONG, 0))
         stream.close_input()
         assert recorder.done.wait(30)

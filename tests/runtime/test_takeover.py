@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.runtime.test_scheduler import Recorder
+from tests.support.scheduler_sinks import Recorder
 from tests.support.wrapped_engine import WrappedEngine
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
@@ -91,7 +91,7 @@ def _check_contiguous(windows: list[Rendered], end: int) -> None:
 
 def test_the_takeover_continues_where_the_lead_stops(scheduler: Scheduler) -> None:
     recorder = Recorder()
-    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream = scheduler.open_stream(recorder.sink("a"))
     lead, whole = _pair()
     stream.submit(lead)
     stream.submit(whole)
@@ -120,7 +120,7 @@ def test_a_takeover_waits_for_its_leads_first_window(engine: PiperEngine) -> Non
     scheduler = Scheduler(slow, SchedulerSettings(workers=2))
     try:
         recorder = Recorder()
-        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream = scheduler.open_stream(recorder.sink("a"))
         lead, whole = _pair()
         stream.submit(lead)
         stream.submit(whole)
@@ -145,7 +145,7 @@ def test_a_takeover_after_the_lead_has_ended_starts_at_the_next_word(
     scheduler: Scheduler,
 ) -> None:
     recorder = Recorder()
-    stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+    stream = scheduler.open_stream(recorder.sink("a"))
     lead, whole = _pair()
     stream.submit(lead)
     deadline = time.monotonic() + 30
@@ -171,7 +171,7 @@ def test_a_lead_is_rendered_only_a_little_ahead_until_its_takeover_comes(
     scheduler = Scheduler(engine, SchedulerSettings(workers=2, lead_hold_s=0.3))
     try:
         recorder = Recorder()
-        stream = scheduler.open_stream(recorder.sink("a"))  # type: ignore[arg-type]
+        stream = scheduler.open_stream(recorder.sink("a"))
         long_lead = SegmentRequest(WHOLE + " " + WHOLE, "joe", SETTINGS, 0, lead=True)
         started = time.monotonic()
         stream.submit(long_lead)
@@ -189,8 +189,8 @@ def test_an_unpaced_stream_renders_past_the_lead_cap(engine: PiperEngine) -> Non
     scheduler = Scheduler(engine, SchedulerSettings(workers=2, max_lead_s=0.3))
     try:
         recorder = Recorder()
-        paced = scheduler.open_stream(recorder.sink("paced"))  # type: ignore[arg-type]
-        unpaced = scheduler.open_stream(recorder.sink("free"), paced=False)  # type: ignore[arg-type]
+        paced = scheduler.open_stream(recorder.sink("paced"))
+        unpaced = scheduler.open_stream(recorder.sink("free"), paced=False)
         for stream in (paced, unpaced):
             stream.submit(SegmentRequest(WHOLE + " " + WHOLE, "joe", SETTINGS, 0))
             stream.close_input()
@@ -214,7 +214,7 @@ def test_a_burst_is_rendered_before_a_lead_is_held(engine: PiperEngine) -> None:
     scheduler = Scheduler(engine, SchedulerSettings(workers=2, lead_hold_s=0.3))
     try:
         recorder = Recorder()
-        stream = scheduler.open_stream(recorder.sink("a"), burst_s=2.0)  # type: ignore[arg-type]
+        stream = scheduler.open_stream(recorder.sink("a"), burst_s=2.0)
         long_lead = SegmentRequest(WHOLE + " " + WHOLE, "joe", SETTINGS, 0, lead=True)
         stream.submit(long_lead)
         deadline = time.monotonic() + 30

@@ -32,7 +32,7 @@ from voxflow.text.normalize.normalizer import NormalizationMode
 
 def _session(**overrides: object) -> Session:
     # Segments as the schedule cuts them, without the early first cut (leads are exercised with
-    # the real scheduler in tests/session/test_takeover.py).
+    # the real scheduler in tests/session/test_session_takeover.py).
     overrides.setdefault("chunking", ChunkingConfig(lead_cost=None))
     config = SessionConfig(default_voice="joe", **overrides)  # type: ignore[arg-type]
     return Session(config, VoiceRegistry().get)

@@ -17,6 +17,7 @@ from tests.support.wyoming_messages import (
     Synthesize,
     SynthesizeVoice,
 )
+from voxflow.server.app import wyoming_limits
 from voxflow.server.services import Services
 from voxflow.transports.wyoming.server import WyomingServerHandle, start_wyoming_server
 
@@ -39,10 +40,12 @@ VERY_LONG = " ".join([LONG_SENTENCE + "."] * 8)
 
 
 def serve(services: Services, body: Callable[[WyomingServerHandle], Awaitable[T]]) -> T:
-    """Run ``body`` against a fresh server on a free port; check nothing is left running."""
+    """Run ``body`` against a fresh server on a free port, with the limits of ``services``'
+    settings; check nothing is left running."""
 
     async def main() -> T:
-        handle = await start_wyoming_server(services, "tcp://127.0.0.1:0")
+        limits = wyoming_limits(services.settings)
+        handle = await start_wyoming_server(services.gateway(), "tcp://127.0.0.1:0", limits)
         try:
             result = await asyncio.wait_for(body(handle), TIMEOUT_S)
         finally:

@@ -8,23 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.text.test_segment import GOLDEN_TEXTS, tricky_text
+from tests.support.buffer_runs import check_segments, run, split_at, texts
+from tests.support.segment_texts import GOLDEN_TEXTS, tricky_text
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
-from voxflow.text.segment import BoundaryKind, find_boundaries
-
-
-def run(config: ChunkingConfig, pieces: list[str]) -> list[Segment]:
-    buffer = TextBuffer(config)
-    out: list[Segment] = []
-    for piece in pieces:
-        out.extend(buffer.feed(piece, now=0.0))
-    out.extend(buffer.flush())
-    return out
-
-
-def texts(segments: list[Segment]) -> list[str]:
-    return [segment.text for segment in segments]
 
 
 def ends(segments: list[Segment]) -> list[SegmentEnd]:
@@ -354,36 +341,6 @@ CONFIGS = [
     ChunkingConfig(auto_mode=True, lead_cost=(3, 9), max_chars=30),
 ]
 CONFIG_IDS = [f"config{i}" for i in range(len(CONFIGS))]
-
-
-def check_segments(stream: str, segments: list[Segment], config: ChunkingConfig) -> None:
-    """Segments cover all of the stream's text, in order, within the cap, with true kinds."""
-    boundary_kinds = {b.pos: b.kind for b in find_boundaries(stream, final=False)}
-    previous_end = 0
-    for number, segment in enumerate(segments):
-        assert segment.text
-        assert segment.text == stream[segment.start : segment.end] == segment.text.strip()
-        assert segment.end - segment.start <= config.max_chars
-        assert previous_end <= segment.start
-        assert stream[previous_end : segment.start].strip() == ""
-        assert (segment.index, segment.turn_first) == (number, number == 0)
-        if segment.lead:
-            assert number == 0 and config.leads is not None
-            assert segment.boundary < SegmentEnd.SENTENCE
-        if segment.boundary is SegmentEnd.CUT:
-            assert segment.end - segment.start == config.max_chars
-            assert not stream[segment.end].isspace()
-        elif segment.boundary is SegmentEnd.FLUSH:
-            assert number == len(segments) - 1
-        else:
-            assert boundary_kinds[segment.end] == BoundaryKind(segment.boundary)
-        previous_end = segment.end
-    assert stream[previous_end:].strip() == ""
-
-
-def split_at(text: str, cuts: list[int]) -> list[str]:
-    points = [0, *sorted(cuts), len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.text.test_buffer import check_segments, run, split_at, texts
+from tests.support.buffer_runs import check_segments, run, split_at, texts
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import (
     AUTO_MODE_LOOKAHEAD_S,

@@ -1,11 +1,10 @@
 """Tests for voxflow.text.segment: golden sentence splits, clause rules and confirmation."""
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.segment_texts import GOLDEN, parse_golden_line, tricky_text
 from voxflow.text.segment import (
     LOOKBEHIND,
     Boundary,
@@ -15,35 +14,9 @@ from voxflow.text.segment import (
     find_boundaries,
 )
 
-GOLDEN_PATH = Path(__file__).with_name("boundaries_golden.txt")
-
 S = BoundaryKind.SENTENCE
 C = BoundaryKind.CLAUSE
 W = BoundaryKind.WORD
-
-
-def parse_golden_line(line: str) -> tuple[str, list[int]]:
-    """Return the input text and the expected SENTENCE positions (end of text included)."""
-    marked = line.replace("\\n", "\n").replace(" | ", " |")
-    chars: list[str] = []
-    expected: list[int] = []
-    for char in marked:
-        if char == "|":
-            expected.append(len("".join(chars).rstrip()))
-        else:
-            chars.append(char)
-    text = "".join(chars)
-    expected.append(len(text.rstrip()))
-    return text, expected
-
-
-def load_golden() -> list[str]:
-    lines = GOLDEN_PATH.read_text(encoding="utf-8").splitlines()
-    return [line for line in lines if line.strip() and not line.startswith("#")]
-
-
-GOLDEN = load_golden()
-GOLDEN_TEXTS = [parse_golden_line(line)[0] for line in GOLDEN]
 
 
 def sentences(text: str, final: bool = True) -> list[str]:
@@ -279,25 +252,6 @@ def test_lookbehind_is_bounded() -> None:
 
 
 # --- prefix stability and the incremental scanner ---------------------------------------------
-
-TOKENS = [
-    "Dr.", "Smith", "etc.", "The", "and", "U.S.", "3.14", "$3.50", "p.m.", "Wait...", "what",
-    "Yes!", "no?", '"Stop."', "“Hi.”", "(aside.)", "1.", "42.", "Fig.", "2", "J.", "—", "-",
-    "--", "word,", "x;", "note:", "…", "e.g.", "www.example.org", "a.b@c.de", "v1.2.3",
-]  # fmt: skip
-GAPS = [" ", " ", " ", "  ", "\n", "\n\n", " \n ", "\t"]
-
-
-@st.composite
-def tricky_text(draw: st.DrawFn) -> str:
-    if draw(st.booleans()):
-        return draw(st.sampled_from(GOLDEN_TEXTS))
-    words = draw(st.lists(st.sampled_from(TOKENS), min_size=0, max_size=25))
-    gaps = draw(st.lists(st.sampled_from(GAPS), min_size=len(words) + 1, max_size=len(words) + 1))
-    parts = [gaps[0]]
-    for word, gap in zip(words, gaps[1:], strict=True):
-        parts.extend([word, gap])
-    return "".join(parts)
 
 
 @settings(max_examples=300, deadline=None)

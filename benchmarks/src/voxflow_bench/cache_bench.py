@@ -7,7 +7,7 @@ Against a running server (native WebSocket protocol, client-side clock, as ``vox
   hit. The same phrases with a seed of their own are misses of the same text, for comparison;
 * *shared hits* (with ``--replica``, a second server on the same Redis): a phrase prefetched on
   the first server is spoken on the replica, whose memory does not have it: a Redis hit;
-* *replay*: the trace (``bench/corpus/agent_trace.tsv``, or ``--trace``) replayed turn by turn as
+* *replay*: the trace (``corpus/agent_trace.tsv``, or ``--trace``) replayed turn by turn as
   an agent sends it (whole replies, no seed): which turns started from the cache, and the time to
   first audio of all turns. Run it against a server with and one without a cache to compare.
 
@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from voxflow.client.client import VoxflowClient, stream_url
-from voxflow.client.recorder import ContextResult, speak
+from voxflow import ContextResult, VoxflowClient, speak, stream_url
 from voxflow_bench.corpus import load_corpus
 from voxflow_bench.stats import Distribution
 

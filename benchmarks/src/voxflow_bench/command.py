@@ -13,11 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from voxflow import Engine, ServerSettings, VoiceRegistry, build_engine
 from voxflow.cli.args import comma_ints
-from voxflow.config import ServerSettings
-from voxflow.engines.base import Engine
-from voxflow.engines.registry import VoiceRegistry, installed_voices
-from voxflow.engines.router import build_engine
+from voxflow.engines.registry import installed_voices
 from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow_bench.calls.lines import PROTOCOLS
 from voxflow_bench.calls.plan import CallPattern

@@ -12,10 +12,16 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from voxflow.connection.speaker import LocalSpeaker, SayStats
-from voxflow.engines.base import Engine, VoiceSettings
-from voxflow.session.options import SessionConfig, StartOptions
-from voxflow.text.chunking import ChunkingConfig, Strategy
+from voxflow import (
+    ChunkingConfig,
+    Engine,
+    LocalSpeaker,
+    SayStats,
+    SessionConfig,
+    StartOptions,
+    Strategy,
+    VoiceSettings,
+)
 
 SHORT = "Sure, I can help you with that now."
 LONG_SENTENCE = (

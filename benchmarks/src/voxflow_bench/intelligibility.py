@@ -29,9 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import pocketsphinx
 
+from voxflow import Engine, VoiceSettings
 from voxflow.audio.pcm import to_pcm16
 from voxflow.audio.resample import StreamResampler
-from voxflow.engines.base import Engine, FloatArray, VoiceSettings
+from voxflow.engines.base import FloatArray
 from voxflow.runtime.windows import WindowPolicy
 from voxflow.server.services import Services
 from voxflow_bench.corpus import Reply

@@ -32,7 +32,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
-from voxflow.client import VoxflowClient, VoxflowConnectionError
+from voxflow import VoxflowClient, VoxflowConnectionError
 from voxflow_bench.soak.clients import (
     Outcome,
     elevenlabs_http,

@@ -27,8 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import connect
 
-from voxflow.client.client import VoxflowClient
-from voxflow.client.recorder import speak
+from voxflow import VoxflowClient, speak
 from voxflow_bench.options import BenchOptions
 
 __all__ = ["HttpResult", "MemoryResult", "run_memory_section"]

@@ -32,7 +32,7 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from voxflow.client.playout import PlayoutBuffer, PlayoutStats
+from voxflow import PlayoutBuffer, PlayoutStats
 from voxflow_bench.corpus import Reply
 from voxflow_bench.options import BenchOptions
 from voxflow_bench.progress import ProgressLine

@@ -21,11 +21,9 @@ import itertools
 import time
 from collections.abc import Sequence
 
-from voxflow.client.client import VoxflowClient
+from voxflow import ChunkingConfig, ContextRecorder, ContextResult, VoxflowClient, speak
 from voxflow.client.messages import AudioEvent, ErrorEvent
-from voxflow.client.recorder import ContextRecorder, ContextResult, speak
 from voxflow.text.buffer import TextBuffer
-from voxflow.text.chunking import ChunkingConfig
 from voxflow_bench.corpus import Reply
 from voxflow_bench.options import BenchOptions
 from voxflow_bench.progress import ProgressLine

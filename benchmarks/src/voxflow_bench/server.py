@@ -12,7 +12,7 @@ import asyncio
 import time
 from typing import TextIO
 
-from voxflow.client.client import VoxflowClient, stream_url
+from voxflow import VoxflowClient, stream_url
 from voxflow_bench.memory import run_memory_section
 from voxflow_bench.options import BenchOptions
 from voxflow_bench.peer import PeerRunner

@@ -7,12 +7,11 @@ with ``encode``. Everything here is pure: no socket, no clock, no state.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from voxflow.transports.native import schema
 
 # -- events ------------------------------------------------------------------------------------
 
@@ -90,24 +89,9 @@ TerminalEvent = DoneEvent | CancelledEvent
 # -- parsing server messages -------------------------------------------------------------------
 
 
-def _get(message: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    value = message.get(key)
-    # JSON true is a Python int; no field of this protocol is both.
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(f"field {key!r} is missing or has the wrong type: {value!r}")
-    return value
-
-
-def _number(message: Mapping[str, Any], key: str) -> float:
-    return float(_get(message, key, (int, float)))
-
-
-def _optional_number(message: Mapping[str, Any], key: str) -> float | None:
-    return None if message.get(key) is None else _number(message, key)
-
-
 def parse_event(raw: str, received_at: float) -> Event:
-    """One server text frame as an event; ``ValueError`` if it is not a valid message."""
+    """One server text frame as an event; ``ValueError`` if it is not a valid message (the
+    fields: ``voxflow.transports.native.schema``, which the server writes them by)."""
     try:
         message = json.loads(raw)
     except json.JSONDecodeError as error:
@@ -115,74 +99,22 @@ def parse_event(raw: str, received_at: float) -> Event:
     if not isinstance(message, dict):
         raise ValueError("not a JSON object")
     kind = message.get("type")
-    if kind == "error":
-        context = message.get("context_id")
-        if context is not None and not isinstance(context, str):
-            raise ValueError("context_id must be a string or null")
-        return ErrorEvent(
-            context_id=context,
-            code=_get(message, "code", str),
-            message=str(message.get("message", "")),
-            retryable=bool(message.get("retryable", False)),
-            received_at=received_at,
-        )
-    context_id: str = _get(message, "context_id", str)
-    if kind == "audio":
-        try:
-            audio = base64.b64decode(_get(message, "audio", str), validate=True)
-        except binascii.Error as error:
-            raise ValueError(f"audio is not base64: {error}") from error
-        return AudioEvent(
-            context_id=context_id,
-            seq=_get(message, "seq", int),
-            offset_ms=_number(message, "offset_ms"),
-            duration_ms=_number(message, "duration_ms"),
-            audio=audio,
-            received_at=received_at,
-        )
-    if kind == "timestamps":
-        words = _get(message, "words", list)
-        return TimestampsEvent(
-            context_id=context_id,
-            words=tuple(_word(w) for w in words),
-            received_at=received_at,
-        )
-    if kind == "done":
-        m = _get(message, "metrics", dict)
-        return DoneEvent(
-            context_id=context_id,
-            metrics=DoneMetrics(
-                ttfa_ms=_optional_number(m, "ttfa_ms"),
-                audio_ms=_number(m, "audio_ms"),
-                synth_ms=_number(m, "synth_ms"),
-                rtf=_optional_number(m, "rtf"),
-                chunks=_get(m, "chunks", int),
-                deadline_misses=_get(m, "deadline_misses", int),
-                cached=m.get("cached") if isinstance(m.get("cached"), bool) else None,
-            ),
-            received_at=received_at,
-        )
-    if kind == "cancelled":
-        return CancelledEvent(
-            context_id=context_id,
-            spoken_text=_get(message, "spoken_text", str),
-            played_ms=_number(message, "played_ms"),
-            latency_ms=_number(message, "latency_ms"),
-            received_at=received_at,
-        )
-    raise ValueError(f"unknown message type {kind!r}")
-
-
-def _word(word: object) -> WordTimestamp:
-    if not isinstance(word, dict):
-        raise ValueError(f"a word timestamp must be an object, got {word!r}")
-    return WordTimestamp(
-        word=_get(word, "word", str),
-        start_ms=_number(word, "start_ms"),
-        end_ms=_number(word, "end_ms"),
-        char_start=_get(word, "char_start", int),
-        char_end=_get(word, "char_end", int),
-    )
+    spec = schema.MESSAGES.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise ValueError(f"unknown message type {kind!r}")
+    fields = spec.decode(message)
+    if spec is schema.ERROR:
+        del fields["retry_after_ms"]
+        return ErrorEvent(**fields, received_at=received_at)
+    if spec is schema.AUDIO:
+        del fields["text_end"]
+        return AudioEvent(**fields, audio=schema.decode_audio(message), received_at=received_at)
+    if spec is schema.TIMESTAMPS:
+        words = tuple(WordTimestamp(**word) for word in fields["words"])
+        return TimestampsEvent(fields["context_id"], words, received_at)
+    if spec is schema.DONE:
+        return DoneEvent(fields["context_id"], DoneMetrics(**fields["metrics"]), received_at)
+    return CancelledEvent(**fields, received_at=received_at)
 
 
 # -- building client messages ------------------------------------------------------------------

@@ -34,9 +34,9 @@ from concurrent.futures import Executor
 from dataclasses import replace
 
 from voxflow.connection.encode_lanes import EncodeLanes
+from voxflow.connection.stream_metrics import StreamMetrics
 from voxflow.runtime.jobs import Drained, SchedulerEvent, SegmentRequest
 from voxflow.runtime.scheduler import Scheduler, StreamHandle
-from voxflow.server.metrics import ServerMetrics
 from voxflow.session.encoding import Encoded
 from voxflow.session.events import (
     AudioOut,
@@ -138,7 +138,7 @@ class SessionDriver:
         self,
         session: Session,
         scheduler: Scheduler,
-        metrics: ServerMetrics,
+        metrics: StreamMetrics,
         outbox_bytes: int = 1 << 20,
         clock: Callable[[], float] = time.monotonic,
         encoder_pool: Executor | None = None,
@@ -177,10 +177,9 @@ class SessionDriver:
                 if self.outbound.full:
                     handle.hold(True)
                 self._streams[serial] = handle
-                self._metrics.active_contexts.inc()
-                self._metrics.streams.labels(
+                self._metrics.observe_stream_opened(
                     self._protocol, output.output_format, output.voice
-                ).inc()
+                )
             elif isinstance(output, SubmitSegment):
                 self._streams[output.serial].submit(output.request)
             elif isinstance(output, PrefetchSegment):
@@ -192,7 +191,7 @@ class SessionDriver:
                 stream = self._streams.pop(output.serial, None)
                 if stream is not None:
                     stream.cancel()
-                    self._metrics.active_contexts.dec()
+                    self._metrics.observe_stream_ended()
             elif isinstance(output, EncodeAudio):
                 self._encoding.submit(output.serial, output.job)
             else:
@@ -215,16 +214,14 @@ class SessionDriver:
         if isinstance(event, AudioOut):
             last = self._last_audio.get(event.context_id)
             if last is not None:
-                self._metrics.chunk_gap.observe(now - last)
+                self._metrics.observe_chunk_gap(now - last)
             self._last_audio[event.context_id] = now
         elif isinstance(event, DoneOut | CancelledOut):
             self._last_audio.pop(event.context_id, None)
             if isinstance(event, DoneOut) and event.metrics.ttfa_ms is not None:
-                ttfa_s = event.metrics.ttfa_ms / 1000.0
-                self._metrics.ttfa.labels(self._protocol).observe(ttfa_s)
-                cached = event.metrics.first_cached
-                if self._metrics.cache_ttfa is not None and cached is not None:
-                    self._metrics.cache_ttfa.labels("hit" if cached else "miss").observe(ttfa_s)
+                self._metrics.observe_first_audio(
+                    self._protocol, event.metrics.ttfa_ms / 1000.0, event.metrics.first_cached
+                )
             if isinstance(event, CancelledOut):
                 # Audio still queued for a cancelled context would only delay `cancelled`.
                 self.outbound.purge(event.context_id)
@@ -244,7 +241,7 @@ class SessionDriver:
         if not isinstance(event, CancelledOut):
             return None
         latency_s = max(0.0, self._clock() - event.requested_at)
-        self._metrics.cancel_latency.observe(latency_s)
+        self._metrics.observe_cancel(latency_s)
         return replace(event, latency_ms=1000.0 * latency_s)
 
     def _sink(self, serial: int) -> Callable[[SchedulerEvent], None]:
@@ -258,7 +255,7 @@ class SessionDriver:
             return
         if isinstance(event, Drained) and self._streams.pop(serial, None) is not None:
             # The scheduler forgot the stream when it drained; so do we.
-            self._metrics.active_contexts.dec()
+            self._metrics.observe_stream_ended()
         self.session.synthesis_event(serial, event, self._clock())
 
     def _on_encoded(self, serial: int, result: Encoded | BaseException) -> None:

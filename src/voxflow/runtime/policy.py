@@ -22,6 +22,7 @@ take the engines' measured costs (``tests/support/simulation``).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 
 from voxflow.engines.base import FloatArray, Utterance
@@ -30,7 +31,7 @@ from voxflow.runtime.jobs import Rendered, SchedulerEvent, SegmentRequest, Sink
 from voxflow.runtime.lane_queue import LaneQueue
 from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.runtime.stream import StreamState
-from voxflow.runtime.work import Job, Lane
+from voxflow.runtime.work import Job, Lane, Work
 
 __all__ = ["SchedulingPolicy"]
 
@@ -38,8 +39,14 @@ __all__ = ["SchedulingPolicy"]
 class SchedulingPolicy:
     """See the module docstring."""
 
-    def __init__(self, settings: SchedulerSettings) -> None:
+    def __init__(
+        self, settings: SchedulerSettings, retired: Callable[[Work], None] | None = None
+    ) -> None:
+        """``retired``: told of each work that leaves its stream's queue (rendered to its end,
+        failed or cancelled), for what is kept per work outside the policy (the phrase
+        cache's)."""
         self._settings = settings
+        self._retired = retired
         self._windows = settings.windows
         self._queue = LaneQueue()
         self._first_audio = LaneQueue()  # the lanes of streams with no audio in hand, again
@@ -68,6 +75,7 @@ class SchedulingPolicy:
             s.max_lead_s,
             s.lead_hold_s,
             burst_s,
+            self._retired,
         )
         self.streams[stream.id] = stream
         return stream
@@ -159,13 +167,15 @@ class SchedulingPolicy:
         now: float,
         learn: bool = True,
         cpu_s: float | None = None,
+        cached: bool = False,
     ) -> list[SchedulerEvent]:
         """A text stage finished in ``compute_s`` (``cpu_s`` of them on a core; None: all);
-        ``learn``: it was computed (not a cached phrase)."""
+        ``learn``: it was computed (not a cached phrase); ``cached``: the work's windows are
+        cut from a cached phrase."""
         if learn:
             stream.costs.observe_prepare(len(job.work.request.text), compute_s)
             _observe_work(stream.costs, job, compute_s, cpu_s)
-        return self.finish(stream, stream.prepared(job, utterance, compute_s), now)
+        return self.finish(stream, stream.prepared(job, utterance, compute_s, cached), now)
 
     def rendered(
         self,

@@ -14,11 +14,12 @@ arrivals. A paced stream more than ``max_lead_s`` ahead of its listener waits, w
 audio buffered toward any client; an unpaced stream (``open_stream(paced=False)``, a whole-text
 HTTP request) renders as fast as the workers allow, behind every job that is due sooner.
 
-With a phrase cache (``voxflow.runtime.cache.phrase_cache``), a segment's text stage first looks
-the phrase up: a hit's windows are cut from the cached audio instead of rendered, with the same
-events and timing rules. A miss the cache admits is recorded window by window and kept once whole.
-When no job is due and a worker is to spare, the workers run the cache's background tasks
-(``voxflow.runtime.background``: prefetches, and the head a takeover's recording lacks).
+With a phrase cache, its stage (``voxflow.runtime.cache.stage``) looks a segment's phrase up
+before its text stage: a hit's windows are cut from the cached audio instead of rendered, with
+the same events and timing rules. A miss the cache admits is recorded window by window and kept
+once whole. When no job is due and a worker is to spare, the workers run the cache's background
+tasks (``voxflow.runtime.cache.background``: prefetches, and the head a takeover's recording
+lacks).
 
 Cancelling drops a stream's queued work at once; a job already running finishes and its result is
 discarded. Events go to the stream's sink from worker threads, in order, while the scheduler's lock
@@ -31,19 +32,15 @@ import contextlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 from voxflow.engines.base import Engine
-from voxflow.runtime.background import (
-    MAX_BACKGROUND_TASKS,
-    BackgroundQueueFull,
-    BackgroundTask,
-    PrefetchTask,
-)
+from voxflow.runtime.cache.background import BackgroundQueue, BackgroundTask, PrefetchTask
 from voxflow.runtime.cache.phrase_cache import Lookup, PhraseCache
-from voxflow.runtime.cache.steps import lookup, memory_hit, record_window
+from voxflow.runtime.cache.phrases import CachedPhrase
+from voxflow.runtime.cache.stage import CacheStage
 from voxflow.runtime.costs import CostModel, ProcessOverhead, initial_costs
 from voxflow.runtime.jobs import (
     SchedulerEvent,
@@ -67,6 +64,17 @@ class _Trim:
 
 
 _TRIM = _Trim()
+
+
+@dataclass(frozen=True)
+class _Pick:
+    """A job a worker takes, and the phrase its window is cut from (None: rendered), read
+    under the lock when it is taken: a cancel may release the cache stage's state before the
+    job runs."""
+
+    stream: StreamState
+    job: Job
+    phrase: CachedPhrase | None
 
 
 class StreamHandle:
@@ -110,15 +118,17 @@ class Scheduler:
         ``runtime.memory``'s delays)."""
         self._engine = engine
         self._settings = settings
-        self._cache = cache
-        self._background: deque[BackgroundTask] = deque()
-        self._background_busy = False
+        self._stage = None if cache is None else CacheStage(cache, engine)
+        self._background = BackgroundQueue(settings.workers)
         self._clock = clock
         # Each engine's own rates (``initial_costs``), created on its first stream.
         self._costs: dict[str, CostModel] = {}
         self._overhead = ProcessOverhead()
         self._cond = threading.Condition()
-        self._policy = SchedulingPolicy(settings)  # guarded by the lock, as all below
+        # Guarded by the lock, as all below (and the stage's state).
+        self._policy = SchedulingPolicy(
+            settings, None if self._stage is None else self._stage.release
+        )
         self._busy = 0
         self._jobs_run = 0
         self._stopping = False
@@ -185,26 +195,15 @@ class Scheduler:
 
     def prefetch(self, request: SegmentRequest) -> Future[str]:
         """Render ``request`` into the phrase cache when the workers have nothing due (or find
-        it there). The future says where it came from (``voxflow.runtime.background``) or why
-        it failed."""
-        if self._cache is None:
+        it there). The future says where it came from (``voxflow.runtime.cache.background``)
+        or why it failed."""
+        if self._stage is None:
             raise RuntimeError("the scheduler has no phrase cache")
-        task = PrefetchTask(request, self._cache)
-        self._queue_background(task)
-        return task.future
-
-    def _queue_background(self, task: BackgroundTask) -> None:
+        task = PrefetchTask(request, self._stage.cache)
         with self._cond:
-            if self._stopping:
-                task.future.set_exception(RuntimeError("scheduler is shut down"))
-                return
-            if len(self._background) >= MAX_BACKGROUND_TASKS:
-                task.future.set_exception(
-                    BackgroundQueueFull(f"{MAX_BACKGROUND_TASKS} prefetches are waiting already")
-                )
-                return
-            self._background.append(task)
-            self._cond.notify_all()
+            if self._background.put(task):
+                self._cond.notify_all()
+        return task.future
 
     def stats(self) -> SchedulerStats:
         with self._cond:
@@ -221,9 +220,7 @@ class Scheduler:
         with self._cond:
             self._stopping = True
             self._policy.cancel_all()
-            for task in self._background:
-                task.future.set_exception(RuntimeError("scheduler is shut down"))
-            self._background.clear()
+            self._background.close()
             self._cond.notify_all()
         for thread in self._threads:
             thread.join(timeout)
@@ -269,37 +266,37 @@ class Scheduler:
         they would queue ahead of the first window's encoded audio on the event loop. A text
         stage that memory cannot answer, the shared tier and everything rendered go to the
         workers. True when it served something (the stream's queued lanes are stale then)."""
-        cache = self._cache
+        stage = self._stage
         served = False
-        while cache is not None and not stream.cancelled:
+        while stage is not None and not stream.cancelled:
             work = stream.runnable(Lane.MAIN)
             if work is None:
                 break
             now = self._clock()
             if work.utterance is None:
-                phrase = memory_hit(cache, self._engine, work.request)
-                if phrase is None:
+                utterance = stage.memory_hit(work)
+                if utterance is None:
                     break
-                work.phrase = phrase
                 job = stream.take(Lane.MAIN, work, now)
-                events = stream.prepared(job, phrase.utterance, 0.0)
+                events = stream.prepared(job, utterance, 0.0, cached=True)
             else:
+                phrase = stage.phrase(work)
                 if (
-                    work.phrase is None
+                    phrase is None
                     or work.started
                     or stream.timing(Lane.MAIN, work, now).release > now
                 ):
                     break
                 job = stream.take(Lane.MAIN, work, now)
                 assert job.window is not None
-                audio = work.phrase.window(*job.window)
+                audio = phrase.window(*job.window)
                 events = stream.rendered(job, audio, 0.0, now)
             stream.versions[Lane.MAIN] += 1  # what was queued for the lane is stale now
             served = True
             self._deliver(stream, self._policy.finish(stream, events, now))
         return served
 
-    def _take(self) -> tuple[StreamState, Job] | BackgroundTask | _Trim | None:
+    def _take(self) -> _Pick | BackgroundTask | _Trim | None:
         """The job with the earliest deadline among released ones; waits for one. Returns
         ``_TRIM`` when no job runs and the upkeep's trim is due."""
         while True:
@@ -309,9 +306,9 @@ class Scheduler:
             picked = self._next_job(now)
             if picked is not None:
                 return picked
-            if self._background and self._background_spare():
-                self._background_busy = True
-                return self._background.popleft()
+            task = self._background.take(self._busy)
+            if task is not None:
+                return task
             wait = self._policy.next_release_s(now)
             if not self._busy:
                 if self._upkeep.take(now):
@@ -321,10 +318,12 @@ class Scheduler:
                     wait = trim_in if wait is None else min(wait, trim_in)
             self._cond.wait(wait)
 
-    def _next_job(self, now: float, first_audio: bool = False) -> tuple[StreamState, Job] | None:
+    def _next_job(self, now: float, first_audio: bool = False) -> _Pick | None:
         picked = self._policy.next_job(now, self._busy, first_audio)
-        if picked is not None and log.isEnabledFor(logging.DEBUG):
-            stream, job = picked
+        if picked is None:
+            return None
+        stream, job = picked
+        if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "stream %d %s %s tag %d window %s playback_end %s at %.3f",
                 stream.id,
@@ -335,12 +334,10 @@ class Scheduler:
                 None if job.playback_end is None else f"{job.playback_end:.3f}",
                 now,
             )
-        return picked
-
-    def _background_spare(self) -> bool:
-        """Whether a background task may run now: one at a time, and only while a worker stays
-        free for a stream that becomes due (with one worker: while it has nothing else)."""
-        return not self._background_busy and self._busy < max(1, self._settings.workers - 1)
+        phrase = None
+        if self._stage is not None and job.window is not None:
+            phrase = self._stage.phrase(job.work)
+        return _Pick(stream, job, phrase)
 
     def _deliver(self, stream: StreamState, events: list[SchedulerEvent]) -> None:
         """Hand ``events`` to the stream's sink; a sink that fails ends its stream, not the
@@ -375,11 +372,10 @@ class Scheduler:
                     self._upkeep.collected(self._clock())
                     self._upkeep.trim()
                 continue
-            if not isinstance(picked, tuple):
+            if isinstance(picked, _Pick):
+                self._run_job(picked)
+            else:
                 self._run_background(picked)
-                continue
-            stream, job = picked
-            self._run_job(stream, job)
 
     def _work_first_audio(self) -> None:
         """A worker that runs only first-audio jobs (``SchedulingPolicy.next_job``), beside the
@@ -397,9 +393,10 @@ class Scheduler:
                 if picked is None:
                     return
                 self._busy += 1
-            self._run_job(*picked)
+            self._run_job(picked)
 
-    def _run_job(self, stream: StreamState, job: Job) -> None:
+    def _run_job(self, pick: _Pick) -> None:
+        stream, job, phrase = pick.stream, pick.job, pick.phrase
         work = job.work
         request = work.request
         started = time.perf_counter()
@@ -408,15 +405,15 @@ class Scheduler:
         found: Lookup | None = None
         try:
             if job.window is None:
-                found = None if self._cache is None else lookup(self._cache, self._engine, request)
+                found = None if self._stage is None else self._stage.lookup(request)
                 if found is not None and found.phrase is not None:
                     result = found.phrase.utterance
                 else:
                     result = self._engine.prepare(
                         request.text, request.voice, request.settings, job.threads
                     )
-            elif work.phrase is not None:
-                audio = work.phrase.window(*job.window)
+            elif phrase is not None:
+                audio = phrase.window(*job.window)
             else:
                 utterance = work.utterance
                 assert utterance is not None
@@ -434,18 +431,19 @@ class Scheduler:
             if error is not None:
                 events = self._policy.failed(stream, job, error, now)
             elif job.window is None:
-                if found is not None:
-                    work.phrase = found.phrase
-                    work.cache_key = found.key if found.admit else None
+                # Only for a work still queued: one that left meanwhile was released already.
+                if found is not None and self._stage is not None and stream.queued(work):
+                    self._stage.looked_up(work, found)
+                cached = found is not None and found.phrase is not None
                 events = self._policy.prepared(
-                    stream, job, result, elapsed, now, learn=found is None, cpu_s=cpu
+                    stream, job, result, elapsed, now, learn=found is None, cpu_s=cpu, cached=cached
                 )
             else:
-                rendered = work.phrase is None
-                if rendered and self._cache is not None:
-                    fill = record_window(self._cache, work, job.window, audio)
+                rendered = phrase is None
+                if rendered and self._stage is not None:
+                    fill = self._stage.record(work, job.window, audio)
                     if fill is not None:
-                        self._queue_background(fill)
+                        self._background.put(fill)  # the worker woken below may take it
                 events = self._policy.rendered(
                     stream, job, audio, elapsed, now, learn=rendered, cpu_s=cpu
                 )
@@ -462,11 +460,6 @@ class Scheduler:
             task.future.set_exception(failure)
         with self._cond:
             self._busy -= 1
-            self._background_busy = False
-            if not finished:
-                if self._stopping:
-                    task.future.set_exception(RuntimeError("scheduler is shut down"))
-                else:
-                    self._background.appendleft(task)
+            self._background.step_done(task, finished)
             self._upkeep.job_done(self._clock())
             self._cond.notify_all()

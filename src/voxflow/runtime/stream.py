@@ -20,11 +20,17 @@ of its listener; an unpaced stream (a whole-text HTTP request) never waits for t
 
 A lead whose takeover is not prepared yet is rendered sparingly (``voxflow.runtime.leads`` has
 the rule and where the takeover then switches in).
+
+A work whose windows are cut from a phrase cache hit (``Work.cached``) costs no worker time: its
+first window is short (what the listener waits for is its encoding), the rest follow shortly
+after. What the cache keeps per work is the cache's (``voxflow.runtime.cache.stage``); a stream
+tells ``retired`` of each work that leaves its queue, so that such state ends with the work.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
@@ -49,8 +55,6 @@ from voxflow.runtime.leads import (
 from voxflow.runtime.windows import WindowPolicy
 from voxflow.runtime.work import Job, Lane, Timing, Work
 
-# Job, Lane, Timing and Work are re-exported: the scheduler and the tests import them from
-# here, where they were defined before the lead rules and the types had modules.
 __all__ = ["StreamState"]
 
 # How long before its lead would run out a takeover's text stage should be done: the takeover's
@@ -84,7 +88,10 @@ class StreamState:
         max_lead_s: float,
         lead_hold_s: float,
         burst_s: float = 0.0,
+        retired: Callable[[Work], None] | None = None,
     ) -> None:
+        """``retired``: told of each work that leaves the queue (rendered to its end, failed or
+        cancelled)."""
         self.id = stream_id
         self.sink = sink
         self.paced = paced
@@ -95,6 +102,7 @@ class StreamState:
         # An engine's own hold, where it needs more than the scheduler's.
         self._lead_hold_s = lead_hold_s if costs.lead_hold_s is None else costs.lead_hold_s
         self._burst_s = burst_s
+        self._retired = retired
         self.rendered_s = 0.0  # audio rendered so far, all runs
         self.works: deque[Work] = deque()
         self.busy: set[Lane] = set()
@@ -124,11 +132,19 @@ class StreamState:
 
     def cancel(self) -> None:
         self.cancelled = True
+        works = list(self.works)
         self.works.clear()
         self.finished_lead = None
+        for work in works:
+            self._retire(work)
 
     def has_work(self) -> bool:
         return bool(self.works)
+
+    def queued(self, work: Work) -> bool:
+        """Whether ``work`` is still in the queue (not rendered to its end, failed or
+        cancelled)."""
+        return not self.cancelled and work in self.works
 
     def drained(self) -> list[SchedulerEvent]:
         """``Drained`` once input is closed and everything ran (at most once)."""
@@ -197,7 +213,7 @@ class StreamState:
                 self._policy.size(self.window, end - now, self._costs.render_s)
             )
         release = end - self._max_lead_s if self.paced else now
-        if work.phrase is not None and self.first_audio_at is not None:
+        if work.cached and self.first_audio_at is not None:
             release = max(release, self.first_audio_at + HIT_REST_AFTER_S)
         if self._held(work):
             release = max(release, end - self._lead_hold_s)
@@ -229,7 +245,7 @@ class StreamState:
             # decoder starts once it has all of it, so neither less nor more.
             rest = self._frames_for(work, self._burst_s - self.rendered_s)
             size = max(self._policy.later_frames, rest)
-        if work.phrase is not None and not work.started:
+        if work.cached and not work.started:
             if self.rendered_s < self._burst_s:
                 # The client's decoder reads the whole burst before it plays: all of it at once.
                 size = self._frames_for(work, self._burst_s - self.rendered_s)
@@ -261,17 +277,21 @@ class StreamState:
 
     # -- results ------------------------------------------------------------------------------
 
-    def prepared(self, job: Job, utterance: Utterance, compute_s: float) -> list[SchedulerEvent]:
+    def prepared(
+        self, job: Job, utterance: Utterance, compute_s: float, cached: bool = False
+    ) -> list[SchedulerEvent]:
+        """``cached``: the utterance is a phrase cache hit's, whose windows are cut from it."""
         self.busy.discard(job.lane)
         work = job.work
         work.preparing = False
-        if self.cancelled or work not in self.works:
+        if not self.queued(work):
             return []
         work.utterance = utterance
+        work.cached = cached
         work.end = utterance.num_frames
         work.start = work.next = lead_in(utterance)
         events: list[SchedulerEvent] = [
-            Prepared(work.request.tag, utterance, compute_s, cached=work.phrase is not None)
+            Prepared(work.request.tag, utterance, compute_s, cached=cached)
         ]
         if work.request.takeover is not None:
             self._decide(work)
@@ -284,7 +304,7 @@ class StreamState:
         self.inflight_end = None
         work = job.work
         assert job.window is not None and work.utterance is not None
-        if self.cancelled or work not in self.works:
+        if not self.queued(work):
             return []
         start, stop = job.window
         late = 0.0
@@ -300,9 +320,10 @@ class StreamState:
         self.inflight_end = None
         work = job.work
         work.preparing = False
-        if self.cancelled or work not in self.works:
+        if not self.queued(work):
             return []
         self.works.remove(work)
+        self._retire(work)
         return [Failed(work.request.tag, error)]
 
     # -- internals -------------------------------------------------------------------------------
@@ -332,9 +353,14 @@ class StreamState:
             if not head.ended:
                 events.append(self._window(head, head.next, head.next, _EMPTY, 0.0, 0.0))
             self.works.popleft()
+            self._retire(head)
             if head.request.lead and not head.decided:
                 self.finished_lead = head
         return events
+
+    def _retire(self, work: Work) -> None:
+        if self._retired is not None:
+            self._retired(work)
 
     def _window(
         self, work: Work, start: int, stop: int, audio: FloatArray, compute_s: float, late: float

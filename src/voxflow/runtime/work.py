@@ -13,8 +13,6 @@ import enum
 from dataclasses import dataclass
 
 from voxflow.engines.base import Utterance
-from voxflow.runtime.cache.phrases import CachedPhrase
-from voxflow.runtime.cache.recording import Recording
 from voxflow.runtime.jobs import SegmentRequest
 
 __all__ = ["Job", "Lane", "Timing", "Work"]
@@ -48,11 +46,9 @@ class Work:
     started: bool = False  # its first window was delivered
     ended: bool = False  # its last window was delivered
     preparing: bool = False
-    # The phrase cache (``voxflow.runtime.cache.phrase_cache``): the phrase its windows are cut
-    # from (a hit), or the key and recording of a miss whose rendering is to be kept.
-    phrase: CachedPhrase | None = None
-    cache_key: str | None = None
-    recording: Recording | None = None
+    # Its windows are cut from audio rendered before (a phrase cache hit), not rendered: they
+    # cost no worker time, so they are sized and released for the listener's encoder.
+    cached: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from voxflow.config import ServerSettings
+from voxflow.connection.gateway import Gateway
 from voxflow.server.logs import RequestIdMiddleware
 from voxflow.server.metrics import ServerMetrics
 from voxflow.server.pacing import StartPacer
@@ -28,6 +29,7 @@ from voxflow.transports.native.prefetch import prefetch
 from voxflow.transports.native.websocket import serve_native
 from voxflow.transports.openai import http as openai_http
 from voxflow.transports.openai.routes import mount_openai_models
+from voxflow.transports.wyoming.framing import FrameLimits
 from voxflow.transports.wyoming.server import start_wyoming_server
 from voxflow.version import __version__
 
@@ -43,29 +45,56 @@ def _services(request: Request | WebSocket) -> Services:
     return services
 
 
+def _gateway(request: Request | WebSocket) -> Gateway:
+    gateway: Gateway | None = getattr(request.app.state, "gateway", None)
+    if gateway is None:
+        raise RuntimeError("the server is still starting")
+    return gateway
+
+
+def wyoming_limits(settings: ServerSettings) -> FrameLimits:
+    """The Wyoming listener's byte limits: the settings' ``wyoming_max_*``."""
+    return FrameLimits(
+        line=settings.wyoming_max_line_bytes,
+        data=settings.wyoming_max_data_bytes,
+        payload=settings.wyoming_max_payload_bytes,
+    )
+
+
 def create_app(settings: ServerSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Loading the voice takes a second of CPU: keep it off the event loop.
         services = await asyncio.to_thread(Services.build, settings, metrics)
+        gateway = services.gateway()
         wyoming = None
         try:
             if settings.wyoming_uri is not None:
-                wyoming = await start_wyoming_server(services, settings.wyoming_uri)
+                wyoming = await start_wyoming_server(
+                    gateway, settings.wyoming_uri, wyoming_limits(settings)
+                )
                 log.info("serving Wyoming on %s (port %d)", settings.wyoming_uri, wyoming.port)
             app.state.services = services
+            app.state.gateway = gateway
 
             # Called by ``server.draining`` on SIGTERM; Wyoming's connections drain with the rest.
             app.state.drain = services.drain
             yield
         finally:
             app.state.drain = None
+            app.state.gateway = None
             app.state.services = None
             if wyoming is not None:
                 await wyoming.close()
             await asyncio.to_thread(services.shutdown)
 
     app = FastAPI(title="voxflow", version=__version__, lifespan=lifespan)
+
+    def gateway_of() -> Gateway | None:
+        # Set by the lifespan once the services are up; None while the server starts.
+        gateway: Gateway | None = getattr(app.state, "gateway", None)
+        return gateway
+
     # Made before the services: refusals by the connection limits and the access checks count
     # from the first connection (``app.state.metrics.count_rejected``).
     metrics = ServerMetrics()
@@ -162,20 +191,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @app.post("/v1/audio/speech", openapi_extra=speech_docs)
     async def speech(request: Request) -> Response:
         body = openai_http.SpeechRequest.model_validate(await request.body())
-        return await openai_http.speech(body, _services(request))
+        return await openai_http.speech(body, _gateway(request))
 
     @app.post("/v1/cache/prefetch")
     async def cache_prefetch(request: Request) -> Response:
-        return await prefetch(await request.body(), _services(request))
+        return await prefetch(await request.body(), _gateway(request))
 
     @app.websocket("/v1/stream")
     async def stream(websocket: WebSocket) -> None:
-        await serve_native(websocket, _services(websocket))
+        await serve_native(websocket, _gateway(websocket))
 
     mount_openai_models(app)
     # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs/).
-    mount_elevenlabs(app)
-    mount_cartesia(app)
-    mount_deepgram(app)
+    mount_elevenlabs(app, gateway_of)
+    mount_cartesia(app, gateway_of)
+    mount_deepgram(app, gateway_of)
 
     return app

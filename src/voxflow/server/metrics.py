@@ -54,7 +54,7 @@ class _SchedulerCollector(Collector):
 
 
 class _CacheCollector(Collector):
-    """The phrase cache's counters, read at scrape time (runtime.cache, runtime.redis_tier)."""
+    """The phrase cache's counters, read at scrape time (``voxflow.runtime.cache``)."""
 
     def __init__(
         self, stats: Callable[[], CacheStats], shared: Callable[[], RedisTierStats] | None
@@ -218,6 +218,26 @@ class ServerMetrics:
             ["reason"],
             registry=self.registry,
         )
+
+    # The connection's reports (``voxflow.connection.stream_metrics.StreamMetrics``).
+
+    def observe_stream_opened(self, protocol: str, output_format: str, voice: str) -> None:
+        self.active_contexts.inc()
+        self.streams.labels(protocol, output_format, voice).inc()
+
+    def observe_stream_ended(self) -> None:
+        self.active_contexts.dec()
+
+    def observe_chunk_gap(self, gap_s: float) -> None:
+        self.chunk_gap.observe(gap_s)
+
+    def observe_first_audio(self, protocol: str, ttfa_s: float, cached: bool | None) -> None:
+        self.ttfa.labels(protocol).observe(ttfa_s)
+        if self.cache_ttfa is not None and cached is not None:
+            self.cache_ttfa.labels("hit" if cached else "miss").observe(ttfa_s)
+
+    def observe_cancel(self, latency_s: float) -> None:
+        self.cancel_latency.observe(latency_s)
 
     def count_rejected(self, reason: str) -> None:
         """One request or connection refused before any work (admission, limits, access)."""

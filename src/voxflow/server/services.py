@@ -6,12 +6,14 @@ import asyncio
 import logging
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from voxflow.audio.seam_settings import SeamSettings
 from voxflow.config import ServerSettings, default_workers
 from voxflow.connection.driver import SessionDriver
 from voxflow.connection.encoder_pool import EncoderPool
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.connection.runner import RunnerSettings, StopSignal
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.kokoro.voices import PREFIX, default_voices_dir
@@ -163,8 +165,27 @@ class Services:
                 futures.append(self.scheduler.prefetch(output.request))
         return futures
 
-    def new_driver(self, protocol: str, config: SessionConfig | None = None) -> SessionDriver:
-        """A session and its driver for one connection of ``protocol`` (on the event loop)."""
+    def protocol_context(self) -> ProtocolContext:
+        """What the wire protocols need of the server (voices, limits)."""
+        return ProtocolContext.of(self.session_config(), self.registry.get, self.registry.list)
+
+    def gateway(self) -> Gateway:
+        """What the transports' routes need of the server."""
+        return Gateway(
+            context=self.protocol_context(),
+            admission=self.admission,
+            runner_settings=self.runner_settings(),
+            new_driver=self.new_driver,
+            new_request_driver=self.new_request_driver,
+            prefetch=self.prefetch,
+        )
+
+    def new_driver(self, protocol: str, max_contexts: int | None = None) -> SessionDriver:
+        """A session and its driver for one connection of ``protocol`` (on the event loop), with
+        at most ``max_contexts`` contexts open (None: the server's limit)."""
+        config = self.session_config()
+        if max_contexts is not None:
+            config = replace(config, max_contexts=max_contexts)
         return self._driver(protocol, config)
 
     def new_request_driver(self, protocol: str) -> SessionDriver:

@@ -3,8 +3,9 @@
 The file has one phrase a line, as a client would send it (the session normalizes and cuts it as
 it cuts a whole-text request, so the warmed entries are the ones a request for the phrase looks
 up); blank lines and lines starting with ``#`` are skipped. The phrases are rendered with the
-default voice and settings, when the workers have nothing due (``voxflow.runtime.background``);
-``/readyz`` answers ``warming`` until every one is done or has failed (each failure is logged).
+default voice and settings, when the workers have nothing due
+(``voxflow.runtime.cache.background``); ``/readyz`` answers ``warming`` until every one is done
+or has failed (each failure is logged).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A WebSocket close is a frame the client must be sent, and uvicorn waits for the 
 more bytes before it writes one. For a client that stopped reading that never happens: after the
 runner's stall close its socket, and the audio buffered for it, would stay open for as long as
 the client holds it. The connection's ``abort`` (``transports.abort``), handed by the WebSocket
-adapter to the runner, drops it instead once a close has had its time (``session.runner``).
+adapter to the runner, drops it instead once a close has had its time (``connection.runner``).
 """
 
 from __future__ import annotations

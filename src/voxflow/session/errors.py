@@ -86,7 +86,7 @@ CODES: Mapping[str, ErrorCode] = MappingProxyType(
             "the server is at its cap of active streams; retry after retry_after_ms", True
         ),
         "shutting_down": ErrorCode("the server is shutting down; retry on another replica", True),
-        # -- the phrase cache (runtime/cache.py, POST /v1/cache/prefetch) -------------------------
+        # -- the phrase cache (runtime/cache/, POST /v1/cache/prefetch) -------------------------
         "cache_disabled": ErrorCode("a prefetch on a server without a phrase cache"),
         "prefetch_queue_full": ErrorCode("too many prefetches are waiting to be rendered", True),
         "prefetch_timeout": ErrorCode(

@@ -26,8 +26,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from voxflow.connection.driver import SessionDriver
-from voxflow.connection.runner import Close, PeerGone, RunnerSettings, Transport, run_connection
-from voxflow.server.services import Services
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.runner import RunnerSettings, run_connection
+from voxflow.connection.wire import Close, PeerGone, Transport
 from voxflow.session.options import StartOptions
 from voxflow.transports.abort import scope_abort
 from voxflow.transports.request_protocol import COMPLETE, Head, HttpPart, RequestProtocol
@@ -96,10 +97,10 @@ class RunnerResponse(Response):
 
 
 def speak_request(
-    services: Services, name: str, start: StartOptions, text: str, protocol: RequestProtocol
+    gateway: Gateway, name: str, start: StartOptions, text: str, protocol: RequestProtocol
 ) -> RunnerResponse:
     """The answer to one HTTP request: ``text`` spoken with ``start`` (unpaced) on a request
     driver counted as ``name`` in the metrics, in ``protocol``'s shape."""
-    driver = services.new_request_driver(name)
+    driver = gateway.new_request_driver(name)
     driver.session.request(_CONTEXT, replace(start, paced=False), text, driver.now())
-    return RunnerResponse(driver, protocol, services.runner_settings())
+    return RunnerResponse(driver, protocol, gateway.runner_settings)

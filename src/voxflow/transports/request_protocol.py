@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from voxflow.connection.runner import Close, Reply
+from voxflow.connection.wire import Close, Reply
 from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.session.events import AudioOut, ClientEvent, DoneOut, ErrorOut, TimestampsOut
+from voxflow.transports.close_codes import INTERNAL_ERROR, NORMAL_CLOSURE, STALL_CLOSE
 from voxflow.transports.json_body import dump
 
 __all__ = [
@@ -39,9 +40,9 @@ __all__ = [
 ]
 
 # The runner's closes, as HTTP reads them: only COMPLETE ends the body properly.
-COMPLETE = Close(1000, "complete")
-TRUNCATE = Close(1011, "truncated")
-STALLED = Close(1008, "client stopped reading")
+COMPLETE = Close(NORMAL_CLOSURE, "complete")
+TRUNCATE = Close(INTERNAL_ERROR, "truncated")
+STALLED = STALL_CLOSE
 NO_STORE: tuple[tuple[str, str], ...] = (("cache-control", "no-store"),)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from voxflow.connection.runner import Close, PeerGone, Transport
+from voxflow.connection.wire import Close, PeerGone, Transport
 from voxflow.session.errors import SHUTTING_DOWN
 from voxflow.transports.abort import scope_abort
 from voxflow.transports.http_status import HttpError

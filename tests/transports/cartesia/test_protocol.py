@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 from tests.support.instant_runtime import InstantRuntime
-from voxflow.config import ServerSettings
-from voxflow.connection.runner import Reply
-from voxflow.server.services import Services
+from tests.support.protocols import new_session, protocol_context
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Reply
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (
     AudioOut,
@@ -41,10 +40,8 @@ VOICE = {"mode": "id", "id": "a0e99841-438c-4a64-b679-ae501e7d6091"}
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    yield built
-    built.shutdown()
+def context() -> ProtocolContext:
+    return protocol_context()
 
 
 class Clock:
@@ -61,9 +58,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def pair(services: Services, clock: Clock) -> tuple[Session, CartesiaProtocol]:
-    session = Session(services.session_config(), services.registry.get)
-    return session, CartesiaProtocol(session, clock, services)
+def pair(context: ProtocolContext, clock: Clock) -> tuple[Session, CartesiaProtocol]:
+    session = new_session()
+    return session, CartesiaProtocol(session, clock, context)
 
 
 def _request(protocol: CartesiaProtocol, **fields: Any) -> None:
@@ -217,13 +214,13 @@ def test_frames_that_are_not_requests_are_errors_of_the_connection(
 
 
 def test_voices_ids_names_and_embeddings(
-    pair: tuple[Session, CartesiaProtocol], services: Services
+    pair: tuple[Session, CartesiaProtocol], context: ProtocolContext
 ) -> None:
     session, protocol = pair
     for cid, voice in [
         ("uuid", VOICE),
         ("string", "a0e99841-438c-4a64-b679-ae501e7d6091"),
-        ("name", {"mode": "id", "id": services.default_voice}),
+        ("name", {"mode": "id", "id": context.default_voice}),
         ("embedding", {"mode": "embedding", "embedding": [0.1] * 192}),
         ("none", {"mode": "id", "id": None}),
     ]:
@@ -391,10 +388,10 @@ def test_a_context_left_without_an_end_is_ended_when_idle(
 
 
 @pytest.fixture
-def admitted(services: Services, clock: Clock) -> tuple[Session, CartesiaProtocol, Admission]:
+def admitted(context: ProtocolContext, clock: Clock) -> tuple[Session, CartesiaProtocol, Admission]:
     admission = Admission(AdmissionSettings(capacity=2.0))
-    session = Session(services.session_config(), services.registry.get, admission)
-    return session, CartesiaProtocol(session, clock, services), admission
+    session = new_session(admission=admission)
+    return session, CartesiaProtocol(session, clock, context), admission
 
 
 def _spoken_to_the_end(session: Session, protocol: CartesiaProtocol, clock: Clock) -> float:

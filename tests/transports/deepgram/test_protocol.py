@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.instant_runtime import InstantRuntime
-from voxflow.config import ServerSettings
-from voxflow.connection.runner import Reply
-from voxflow.server.services import Services
+from tests.support.protocols import new_session, protocol_context
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Reply
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.errors import SessionError
 from voxflow.session.events import (
@@ -26,7 +25,6 @@ from voxflow.session.events import (
     Output,
     SubmitSegment,
 )
-from voxflow.session.session import Session
 from voxflow.transports.deepgram.protocol import (
     FLUSH_LIMIT,
     FLUSH_WINDOW_S,
@@ -42,10 +40,8 @@ METRICS = ContextMetrics(
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    yield built
-    built.shutdown()
+def context() -> ProtocolContext:
+    return protocol_context()
 
 
 class Clock:
@@ -60,11 +56,11 @@ class Harness:
     """A protocol on a session with no driver: outputs are taken with ``drain``."""
 
     def __init__(
-        self, services: Services, query: dict[str, str], admission: Admission | None = None
+        self, context: ProtocolContext, query: dict[str, str], admission: Admission | None = None
     ) -> None:
-        self.session = Session(services.session_config(), services.registry.get, admission)
+        self.session = new_session(admission=admission)
         self.clock = Clock()
-        self.options = parse_speak_query(services, query, websocket=True)
+        self.options = parse_speak_query(context, query, websocket=True)
         self.protocol = DeepgramProtocol(self.session, self.clock, self.options, 50_000)
 
     def send(self, **message: Any) -> Reply[str | bytes] | None:
@@ -97,8 +93,8 @@ def _error_reply(harness: Harness) -> tuple[dict[str, Any], int]:
 
 
 @pytest.fixture
-def dg(services: Services) -> Harness:
-    return Harness(services, {"model": "aura-2-thalia-en", "encoding": "linear16"})
+def dg(context: ProtocolContext) -> Harness:
+    return Harness(context, {"model": "aura-2-thalia-en", "encoding": "linear16"})
 
 
 # -- the query string -----------------------------------------------------------------------------
@@ -121,9 +117,9 @@ def dg(services: Services) -> Harness:
     ],
 )
 def test_query_picks_the_output_format(
-    services: Services, query: dict[str, str], websocket: bool, expected: str
+    context: ProtocolContext, query: dict[str, str], websocket: bool, expected: str
 ) -> None:
-    assert parse_speak_query(services, query, websocket).output_format.name == expected
+    assert parse_speak_query(context, query, websocket).output_format.name == expected
 
 
 @pytest.mark.parametrize(
@@ -144,29 +140,29 @@ def test_query_picks_the_output_format(
     ],
 )
 def test_query_refusals(
-    services: Services, query: dict[str, str], websocket: bool, code: str
+    context: ProtocolContext, query: dict[str, str], websocket: bool, code: str
 ) -> None:
     with pytest.raises(SessionError) as refused:
-        parse_speak_query(services, query, websocket)
+        parse_speak_query(context, query, websocket)
     assert refused.value.code == code
     assert len(refused.value.message) < 1000
 
 
 def test_aura_models_speak_with_the_default_voice_and_voxflow_names_select_a_voice(
-    services: Services,
+    context: ProtocolContext,
 ) -> None:
     for model in ("aura-asteria-en", "aura-2-thalia-en", "aura-2-agustina-es", None):
         query = {} if model is None else {"model": model}
-        assert parse_speak_query(services, query, True).voice == services.default_voice
-    named = parse_speak_query(services, {"model": services.default_voice, "speed": "1.25"}, True)
-    assert named.voice == services.default_voice and named.settings.speed == 1.25
+        assert parse_speak_query(context, query, True).voice == context.default_voice
+    named = parse_speak_query(context, {"model": context.default_voice, "speed": "1.25"}, True)
+    assert named.voice == context.default_voice and named.settings.speed == 1.25
 
 
-def test_metadata_names_the_voice_that_speaks(services: Services) -> None:
-    options = parse_speak_query(services, {"model": "aura-2-thalia-en"}, True)
+def test_metadata_names_the_voice_that_speaks(context: ProtocolContext) -> None:
+    options = parse_speak_query(context, {"model": "aura-2-thalia-en"}, True)
     message = json.loads(metadata("rid", options))
     assert message["type"] == "Metadata" and message["request_id"] == "rid"
-    assert message["model_name"] == services.default_voice
+    assert message["model_name"] == context.default_voice
     assert len(message["model_uuid"]) == 36 and message["model_version"]
 
 
@@ -334,8 +330,8 @@ def test_text_over_deepgrams_limit_closes_as_too_big(dg: Harness) -> None:
     assert message["code"] == "INPUT_TOO_LONG" and close == 1009
 
 
-def test_waiting_text_is_bounded(services: Services) -> None:
-    harness = Harness(services, {})
+def test_waiting_text_is_bounded(context: ProtocolContext) -> None:
+    harness = Harness(context, {})
     harness.protocol = DeepgramProtocol(harness.session, harness.clock, harness.options, 100)
     harness.send(type="Speak", text="Being spoken.")
     harness.send(type="Flush")
@@ -345,10 +341,10 @@ def test_waiting_text_is_bounded(services: Services) -> None:
     assert message["code"] == "INPUT_TOO_LONG" and close == 1009
 
 
-def test_a_full_server_refuses_the_turn_with_try_again_later(services: Services) -> None:
+def test_a_full_server_refuses_the_turn_with_try_again_later(context: ProtocolContext) -> None:
     admission = Admission(AdmissionSettings(max_streams=1))
     admission.acquire("piper", 1, 0.0)  # another connection's stream
-    harness = Harness(services, {}, admission)
+    harness = Harness(context, {}, admission)
     harness.send(type="Speak", text="No room.")
     message, close = _error_reply(harness)
     assert message["code"] == "TOO_MANY_REQUESTS" and close == 1013
@@ -367,8 +363,8 @@ def test_shutdown_says_why_and_closes_with_service_restart(dg: Harness) -> None:
     assert reply.close is not None and reply.close.code == 1012
 
 
-def test_options_of_the_connection_reach_every_turn(services: Services) -> None:
-    harness = Harness(services, {"encoding": "mulaw", "speed": "0.8"})
+def test_options_of_the_connection_reach_every_turn(context: ProtocolContext) -> None:
+    harness = Harness(context, {"encoding": "mulaw", "speed": "0.8"})
     harness.send(type="Speak", text="Phone audio.")
     (opened,) = _opened(harness.drain())
     assert opened.output_format == "ulaw_8000"
@@ -378,9 +374,9 @@ def test_options_of_the_connection_reach_every_turn(services: Services) -> None:
 # -- a Clear after the turns ended: their listener stopped ----------------------------------------
 
 
-def _admitted(services: Services) -> tuple[Harness, Admission]:
+def _admitted(context: ProtocolContext) -> tuple[Harness, Admission]:
     admission = Admission(AdmissionSettings(capacity=2.0))
-    return Harness(services, {"encoding": "linear16"}, admission), admission
+    return Harness(context, {"encoding": "linear16"}, admission), admission
 
 
 def _speak_turn(harness: Harness, text: str) -> None:
@@ -395,8 +391,10 @@ def _speak_turn(harness: Harness, text: str) -> None:
     assert done.metrics.audio_ms > 0
 
 
-def test_a_clear_after_the_turns_ended_says_their_listener_stopped(services: Services) -> None:
-    dg, admission = _admitted(services)
+def test_a_clear_after_the_turns_ended_says_their_listener_stopped(
+    context: ProtocolContext,
+) -> None:
+    dg, admission = _admitted(context)
     _speak_turn(dg, "Hello there.")
     _speak_turn(dg, "How are you?")
     assert dg.session.open_contexts == 0 and admission.active == 0
@@ -406,8 +404,8 @@ def test_a_clear_after_the_turns_ended_says_their_listener_stopped(services: Ser
     assert admission.load(0.0) == 0  # every ended turn stopped playing
 
 
-def test_a_clear_while_a_turn_speaks_stops_the_ended_ones_too(services: Services) -> None:
-    dg, admission = _admitted(services)
+def test_a_clear_while_a_turn_speaks_stops_the_ended_ones_too(context: ProtocolContext) -> None:
+    dg, admission = _admitted(context)
     _speak_turn(dg, "Hello there.")
     ended = admission.load(0.0)
     dg.send(type="Speak", text="And a second turn that is still being spoken.")

@@ -7,13 +7,8 @@ import json
 import pytest
 
 from voxflow.session.errors import CODES, SessionError, is_retryable, is_server_fault
-from voxflow.transports.elevenlabs.errors import (
-    INTERNAL_ERROR,
-    POLICY_VIOLATION,
-    TRY_AGAIN_LATER,
-    http_error,
-    socket_error,
-)
+from voxflow.transports.close_codes import INTERNAL_ERROR, POLICY_VIOLATION, TRY_AGAIN_LATER
+from voxflow.transports.elevenlabs.errors import http_error, socket_error
 from voxflow.transports.elevenlabs.http import error_response
 
 

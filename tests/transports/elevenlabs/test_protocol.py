@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from tests.support.instant_runtime import InstantRuntime
-from voxflow.config import ServerSettings
-from voxflow.server.services import Services
+from tests.support.protocols import new_session, protocol_context
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import AudioOut, ContextMetrics, DoneOut, ErrorOut
 from voxflow.session.session import Session
@@ -21,17 +20,15 @@ METRICS = ContextMetrics(
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    yield built
-    built.shutdown()
+def context() -> ProtocolContext:
+    return protocol_context()
 
 
 def _open(
-    services: Services, query: dict[str, str], multi: bool = True
+    context: ProtocolContext, query: dict[str, str], multi: bool = True
 ) -> tuple[Session, ElevenLabsProtocol]:
-    session = Session(services.session_config(), services.registry.get)
-    return session, ElevenLabsProtocol(session, lambda: 0.0, services, "joe", query, multi)
+    session = new_session()
+    return session, ElevenLabsProtocol(session, lambda: 0.0, context, "joe", query, multi)
 
 
 def _error_frame(session: Session, protocol: ElevenLabsProtocol) -> dict[str, object]:
@@ -58,9 +55,9 @@ def _error_frame(session: Session, protocol: ElevenLabsProtocol) -> dict[str, ob
     ],
 )
 def test_query_numbers_are_plain_integers_in_range(
-    services: Services, query: dict[str, str]
+    context: ProtocolContext, query: dict[str, str]
 ) -> None:
-    session, protocol = _open(services, query)
+    session, protocol = _open(context, query)
     body = _error_frame(session, protocol)
     assert body["error"] == "invalid_request" and len(str(body["message"])) < 300
 
@@ -76,16 +73,16 @@ def test_query_numbers_are_plain_integers_in_range(
     ],
 )
 def test_bad_values_close_with_an_error_frame(
-    services: Services, message: dict[str, object]
+    context: ProtocolContext, message: dict[str, object]
 ) -> None:
-    session, protocol = _open(services, {"output_format": "pcm_22050"})
+    session, protocol = _open(context, {"output_format": "pcm_22050"})
     protocol.receive(json.dumps(message))
     body = _error_frame(session, protocol)
     assert body["code"] == 1008 and body["message"]
 
 
-def test_control_characters_are_aligned_as_the_spaces_spoken(services: Services) -> None:
-    session, protocol = _open(services, {"output_format": "pcm_22050"}, multi=False)
+def test_control_characters_are_aligned_as_the_spaces_spoken(context: ProtocolContext) -> None:
+    session, protocol = _open(context, {"output_format": "pcm_22050"}, multi=False)
     protocol.receive(json.dumps({"text": "Hi\x00there\x1b. "}))
     protocol.receive(json.dumps({"text": ""}))  # end of input
     assert not [o for o in session.drain() if isinstance(o, ErrorOut)]
@@ -98,11 +95,11 @@ def test_control_characters_are_aligned_as_the_spaces_spoken(services: Services)
 # -- a close after the context ended: the listener stopped ---------------------------------------
 
 
-def _with_admission(services: Services) -> tuple[Session, ElevenLabsProtocol, Admission]:
+def _with_admission(context: ProtocolContext) -> tuple[Session, ElevenLabsProtocol, Admission]:
     admission = Admission(AdmissionSettings(capacity=2.0))
-    session = Session(services.session_config(), services.registry.get, admission)
+    session = new_session(admission=admission)
     protocol = ElevenLabsProtocol(
-        session, lambda: 0.0, services, "joe", {"output_format": "pcm_22050"}, True
+        session, lambda: 0.0, context, "joe", {"output_format": "pcm_22050"}, True
     )
     return session, protocol, admission
 
@@ -123,8 +120,10 @@ def _speak_to_the_end(
     return frames, done.metrics.audio_ms / 1000.0
 
 
-def test_a_close_after_the_final_says_the_listener_stopped_hearing(services: Services) -> None:
-    session, protocol, admission = _with_admission(services)
+def test_a_close_after_the_final_says_the_listener_stopped_hearing(
+    context: ProtocolContext,
+) -> None:
+    session, protocol, admission = _with_admission(context)
     frames, heard_s = _speak_to_the_end(session, protocol, "a")
     assert json.loads(frames[-1]) == {"isFinal": True, "contextId": "a"}
     # Ended, and still counted while its listener would be hearing its audio.
@@ -135,13 +134,13 @@ def test_a_close_after_the_final_says_the_listener_stopped_hearing(services: Ser
     assert admission.load(0.0) == 0
     assert session.drain() == []  # nothing to answer: the context had ended
     # Left alone, it would have counted until then.
-    session, protocol, admission = _with_admission(services)
+    session, protocol, admission = _with_admission(context)
     _speak_to_the_end(session, protocol, "a")
     assert admission.load(heard_s - 0.01) > 0 and admission.load(heard_s + 0.01) == 0
 
 
-def test_a_close_frees_only_the_context_it_names(services: Services) -> None:
-    session, protocol, admission = _with_admission(services)
+def test_a_close_frees_only_the_context_it_names(context: ProtocolContext) -> None:
+    session, protocol, admission = _with_admission(context)
     for cid in ("a", "b"):  # two contexts at once: each still heard once both have ended
         protocol.receive(json.dumps({"text": "Hello there. ", "context_id": cid}))
         protocol.receive(json.dumps({"text": "", "context_id": cid, "flush": True}))
@@ -156,9 +155,9 @@ def test_a_close_frees_only_the_context_it_names(services: Services) -> None:
 
 
 def test_a_new_context_of_the_connection_ends_what_its_listener_still_heard(
-    services: Services,
+    context: ProtocolContext,
 ) -> None:
-    session, protocol, admission = _with_admission(services)
+    session, protocol, admission = _with_admission(context)
     _speak_to_the_end(session, protocol, "a")
     heard = admission.load(0.0)
     assert heard > 0
@@ -167,9 +166,9 @@ def test_a_new_context_of_the_connection_ends_what_its_listener_still_heard(
 
 
 def test_a_close_that_crosses_the_contexts_end_is_answered_by_its_final(
-    services: Services,
+    context: ProtocolContext,
 ) -> None:
-    session, protocol, admission = _with_admission(services)
+    session, protocol, admission = _with_admission(context)
     protocol.receive(json.dumps({"text": "Hello there. ", "context_id": "a"}))
     protocol.receive(json.dumps({"text": "", "context_id": "a", "flush": True}))
     protocol.receive(json.dumps({"context_id": "a", "close_context": True}))

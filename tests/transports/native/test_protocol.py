@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from tests.support.bad_frames import BAD_FRAMES
 from tests.support.instant_runtime import InstantRuntime
-from tests.transports.test_wire import BAD_FRAMES
-from voxflow.connection.runner import Close
+from voxflow.connection.wire import Close
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.events import (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.protocols import new_session, protocol_context
 from tests.support.wyoming_messages import (
     AudioChunk,
     AudioStart,
@@ -21,8 +22,7 @@ from tests.support.wyoming_messages import (
     SynthesizeStop,
     SynthesizeVoice,
 )
-from voxflow.connection.runner import Reply
-from voxflow.server.services import Services
+from voxflow.connection.wire import Reply
 from voxflow.session.events import (
     AudioOut,
     CloseStream,
@@ -44,13 +44,13 @@ FIRST, SECOND = "wyoming-1", "wyoming-2"
 
 
 @pytest.fixture
-def session(services: Services) -> Session:
-    return Session(services.session_config(), services.registry.get)
+def session() -> Session:
+    return new_session()
 
 
 @pytest.fixture
-def protocol(session: Session, services: Services) -> WyomingProtocol:
-    return WyomingProtocol(session, lambda: 0.0, services)
+def protocol(session: Session) -> WyomingProtocol:
+    return WyomingProtocol(session, lambda: 0.0, protocol_context())
 
 
 def types(reply: Reply[Event] | None) -> list[str]:
@@ -263,9 +263,9 @@ def test_a_streamed_context_that_fails_still_ends_with_synthesize_stopped(
 
 
 def test_long_texts_go_to_the_session_in_pieces(
-    protocol: WyomingProtocol, session: Session, services: Services
+    protocol: WyomingProtocol, session: Session
 ) -> None:
-    step = services.settings.max_message_chars
+    step = protocol_context().max_message_chars
     text = ("word " * (step // 2))[: 2 * step + 10]
     protocol.receive(Synthesize(text=text).event())
     assert not [o for o in session.drain() if isinstance(o, ErrorOut)]

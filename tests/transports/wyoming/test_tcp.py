@@ -61,7 +61,7 @@ def test_uris_are_validated() -> None:
 
 def test_a_bad_uri_fails_before_listening(services: Services) -> None:
     with pytest.raises(ValueError, match="host and a port"):
-        asyncio.run(start_wyoming_server(services, "tcp://127.0.0.1"))
+        asyncio.run(start_wyoming_server(services.gateway(), "tcp://127.0.0.1"))
 
 
 def test_describe_lists_the_voices_and_streaming_support(services: Services) -> None:

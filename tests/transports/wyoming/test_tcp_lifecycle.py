@@ -80,7 +80,7 @@ def test_a_half_closed_client_still_gets_its_answer(services: Services) -> None:
 
 def test_close_ends_open_connections(services: Services) -> None:
     async def main() -> Event | None:
-        handle = await start_wyoming_server(services, "tcp://127.0.0.1:0")
+        handle = await start_wyoming_server(services.gateway(), "tcp://127.0.0.1:0")
         client = AsyncTcpClient("127.0.0.1", handle.port, read_timeout=TIMEOUT_S)
         await client.connect()
         try:

@@ -39,15 +39,8 @@ from wyoming.audio import AudioChunk
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
-from voxflow.client import (
-    AudioEvent,
-    CancelledEvent,
-    DoneEvent,
-    ErrorEvent,
-    VoxflowClient,
-    VoxflowConnectionError,
-    stream_url,
-)
+from voxflow import VoxflowClient, VoxflowConnectionError, stream_url
+from voxflow.client import AudioEvent, CancelledEvent, DoneEvent, ErrorEvent
 
 __all__ = [
     "PROTOCOLS",

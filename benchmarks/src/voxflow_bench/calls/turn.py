@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voxflow.client.playout import PlayoutBuffer
+from voxflow import PlayoutBuffer
 from voxflow_bench.calls.lines import Audio, Failed, Finished, Line, LineEvent, Refused
 from voxflow_bench.calls.plan import TurnPlan
 

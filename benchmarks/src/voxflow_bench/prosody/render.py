@@ -27,11 +27,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from voxflow import ChunkingConfig, Engine, NormalizationMode, StartOptions, Strategy, VoiceSettings
 from voxflow.audio.seam_settings import SeamSettings
 from voxflow.audio.seams import SeamJoiner, SegmentMap
 from voxflow.connection.local import LocalRunner
 from voxflow.connection.speaker import segment_text
-from voxflow.engines.base import Engine, Utterance, VoiceSettings
+from voxflow.engines.base import Utterance
 from voxflow.runtime.jobs import Rendered, SchedulerEvent
 from voxflow.server.services import Services
 from voxflow.session.context import join_kind
@@ -43,12 +44,11 @@ from voxflow.session.events import (
     TimestampsOut,
     WordTiming,
 )
-from voxflow.session.options import StartOptions
 from voxflow.session.pieces import PieceText
 from voxflow.session.session import Session
 from voxflow.session.timings import word_timings
-from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
-from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
+from voxflow.text.chunking import Segment, SegmentEnd
+from voxflow.text.normalize.normalizer import Normalized, Normalizer
 
 FloatArray = npt.NDArray[np.float32]
 

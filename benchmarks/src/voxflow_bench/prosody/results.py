@@ -11,7 +11,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from voxflow.engines.base import VoiceSettings
+from voxflow import VoiceSettings
 from voxflow.session.events import WordTiming
 from voxflow_bench.levels import LevelSettings
 from voxflow_bench.pitch import PitchSettings

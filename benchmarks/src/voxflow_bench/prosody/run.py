@@ -39,11 +39,10 @@ from typing import TextIO
 
 import numpy as np
 
+from voxflow import ChunkingConfig, Strategy, VoiceSettings
 from voxflow.connection.speaker import segment_text
-from voxflow.engines.base import VoiceSettings
 from voxflow.server.services import Services
 from voxflow.session.events import WordTiming
-from voxflow.text.chunking import ChunkingConfig, Strategy
 from voxflow_bench.corpus import Reply
 from voxflow_bench.levels import LevelSettings, longest_silence_s, speech_extent, speech_span_s
 from voxflow_bench.pitch import (

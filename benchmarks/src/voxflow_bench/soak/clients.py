@@ -3,7 +3,7 @@
 took), or what went wrong, by kind.
 
 The native client is ``voxflow.client`` (as ``voxflow bench`` uses it); HTTP goes through
-``soak_wire``'s small client; the ElevenLabs WebSocket through ``websockets``. Only 24 kHz PCM
+``soak.wire``'s small client; the ElevenLabs WebSocket through ``websockets``. Only 24 kHz PCM
 has a known duration per byte, so underruns are counted for PCM answers only.
 """
 
@@ -21,14 +21,8 @@ from dataclasses import dataclass
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from voxflow.client import (
-    AudioEvent,
-    ContextRecorder,
-    ErrorEvent,
-    PlayoutBuffer,
-    VoxflowClient,
-    VoxflowConnectionError,
-)
+from voxflow import ContextRecorder, PlayoutBuffer, VoxflowClient, VoxflowConnectionError
+from voxflow.client import AudioEvent, ErrorEvent
 from voxflow_bench.soak.wire import Endpoint, HttpAnswer, IncompleteBody, post_json, reset
 
 __all__ = [

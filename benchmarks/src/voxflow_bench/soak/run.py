@@ -22,7 +22,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 
-from voxflow.client import VoxflowClient
+from voxflow import VoxflowClient
 from voxflow_bench.faults import run_faults
 from voxflow_bench.load import run_capacity, run_load, stream_limit, unloaded
 from voxflow_bench.soak.clients import (

@@ -9,10 +9,10 @@ later hit is sample-identical to this rendering.
 A takeover's recording starts at its switch point: the frames before it were spoken by its lead;
 a lead's recording stops where its takeover took over. ``missing`` says which frames a whole
 phrase still needs, before and after what was recorded; the scheduler renders them when it has
-nothing due (``voxflow.runtime.background``) and ``complete`` joins them on. So a sentence that
-streamed as a lead and a takeover is kept whole, and so is its lead: the next reply that opens
-with the same words starts from the cache while its own sentence renders, and takes over from
-the cached lead at a word boundary as from any lead.
+nothing due (``voxflow.runtime.cache.background``) and ``complete`` joins them on. So a sentence
+that streamed as a lead and a takeover is kept whole, and so is its lead: the next reply that
+opens with the same words starts from the cache while its own sentence renders, and takes over
+from the cached lead at a word boundary as from any lead.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from types import MappingProxyType
 from typing import Any
 
 from voxflow.audio.formats import SUPPORTED_FORMATS, Codec, OutputFormat, parse_output_format
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.text.normalize.normalizer import NormalizationMode
@@ -141,27 +141,27 @@ def _mp3(bit_rate: object, rate: int) -> AudioFormat:
     return AudioFormat(nearest.name, False, nearest.media_type)
 
 
-def resolve_voice(services: Services, raw: object) -> str:
+def resolve_voice(context: ProtocolContext, raw: object) -> str:
     """The voxflow voice for a Cartesia ``voice`` (an id, or ``{"mode": "id", "id": ...}``)."""
     if raw is None:
-        return services.default_voice
+        return context.default_voice
     if isinstance(raw, dict):
         mode = raw.get("mode", "id")
         if mode == "embedding":
-            return services.default_voice  # no voice cloning here: the default voice speaks
+            return context.default_voice  # no voice cloning here: the default voice speaks
         if mode != "id":
             raise SessionError(
                 "invalid_message", f"voice.mode must be id or embedding, got {options.shown(mode)}"
             )
         raw = raw.get("id")
         if raw is None:
-            return services.default_voice
+            return context.default_voice
     if not isinstance(raw, str):
         raise SessionError("invalid_message", "voice must be a voice id or a voice object")
     return options.resolve_voice(
-        services.registry.get,
+        context.voice,
         raw,
-        services.default_voice,
+        context.default_voice,
         alias=lambda name: _CARTESIA_VOICE_ID.fullmatch(name) is not None,
         hint="Cartesia voice ids (UUIDs) map to the default voice",
     ).name

@@ -17,8 +17,9 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.events import AudioOut
@@ -69,16 +70,16 @@ class BytesPlan:
     normalization: NormalizationMode
 
 
-def plan(services: Services, body: BytesBody) -> BytesPlan:
+def plan(context: ProtocolContext, body: BytesBody) -> BytesPlan:
     """Check a request (no I/O); ``SessionError`` if it is refused."""
     body = body.checked()
     audio = fields.audio_format(body.output_format, fields.HTTP_CONTAINERS)
-    voice = fields.resolve_voice(services, body.voice)
+    voice = fields.resolve_voice(context, body.voice)
     settings = fields.speed_settings(
         {"generation_config": body.generation_config, "speed": body.speed, "voice": body.voice}
     )
     mode = fields.normalization(body.normalization)
-    options.check_text(body.transcript, services.settings.max_message_chars)
+    options.check_text(body.transcript, context.max_message_chars)
     return BytesPlan(options.clean_text(body.transcript), voice, audio, settings, mode)
 
 
@@ -99,10 +100,10 @@ class TtsBytes(RequestProtocol):
         return ErrorAnswer.json(answer.status, answer.body)
 
 
-async def tts_bytes(services: Services, body: BytesBody) -> Response:
+async def tts_bytes(gateway: Gateway, body: BytesBody) -> Response:
     """``POST /tts/bytes``."""
     try:
-        checked = plan(services, body)
+        checked = plan(gateway.context, body)
     except SessionError as error:
         return error_response(error)
     start = StartOptions(
@@ -111,4 +112,4 @@ async def tts_bytes(services: Services, body: BytesBody) -> Response:
         settings=checked.settings,
         normalization=checked.normalization,
     )
-    return speak_request(services, "cartesia_http", start, checked.text, TtsBytes(checked.audio))
+    return speak_request(gateway, "cartesia_http", start, checked.text, TtsBytes(checked.audio))

@@ -36,13 +36,12 @@ message and no audio for five minutes (Cartesia's idle limit) closes normally.
 from __future__ import annotations
 
 import base64
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxflow.connection.runner import Close, Reply
-from voxflow.server.services import Services
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Close, Reply
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -53,14 +52,21 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.options import StartOptions, check_name, clean_text, finite_number, shown
+from voxflow.session.options import StartOptions, clean_text, finite_number, shown
 from voxflow.session.session import Session
 from voxflow.text.messages import separate_sentences
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import socket_error
 from voxflow.transports.cartesia.samples import Float32Samples
 from voxflow.transports.cartesia.words import FlushIds, WordCursor
-from voxflow.transports.json_body import decode_object, dump
+from voxflow.transports.close_codes import (
+    FAILURE_CLOSE,
+    NORMAL_CLOSURE,
+    SERVICE_RESTART,
+    STALL_CLOSE,
+)
+from voxflow.transports.contexts import ContextTable
+from voxflow.transports.json_body import dump
 
 __all__ = ["INACTIVITY_S", "CartesiaProtocol"]
 
@@ -71,11 +77,6 @@ DEFAULT_BUFFER_DELAY_S = 3.0
 # A context with no request for this long is ended as if ``continue`` were false. LiveKit drops an
 # interrupted stream's context without a cancel or an end; this frees its admission slot.
 CONTEXT_IDLE_S = 60.0
-DEFAULT_CONTEXT = "default"  # a request without a context_id
-NORMAL_CLOSURE = 1000
-POLICY_VIOLATION = 1008
-INTERNAL_ERROR = 1011
-SERVICE_RESTART = 1012
 _PARTIAL = 206  # Cartesia's status_code on every message of a generation under way
 
 
@@ -101,35 +102,30 @@ class _Context:
 class CartesiaProtocol:
     """Protocol state of one connection, without I/O: ``receive`` applies a client frame to the
     session; ``reply`` turns a session event into frames (see
-    ``voxflow.connection.runner.WireProtocol``)."""
+    ``voxflow.connection.wire.WireProtocol``)."""
 
-    stall_close = Close(POLICY_VIOLATION, "client stopped reading")
-    failure_close = Close(INTERNAL_ERROR, "internal error")
+    stall_close = STALL_CLOSE
+    failure_close = FAILURE_CLOSE
 
-    def __init__(self, session: Session, clock: Callable[[], float], services: Services) -> None:
+    def __init__(
+        self, session: Session, clock: Callable[[], float], context: ProtocolContext
+    ) -> None:
         self._session = session
         self._clock = clock
-        self._services = services
-        # Contexts the session has open, by id (the reader's view).
-        self._open: dict[str, _Context] = {}
-        # Contexts whose terminal event the writer has not handled yet, oldest first per id: a
-        # cancelled id may be reopened before its CancelledOut is handled.
-        self._in_flight: dict[str, deque[_Context]] = {}
+        self._context = context
+        self._contexts: ContextTable[_Context] = ContextTable(clock)
         # Errors of a context that the reader has dealt with already (a refused request or
         # start), by id: their events must not stop a context reopened under the same id since.
         self._settled: dict[str, int] = {}
         self._expired = False
-        self.last_activity = clock()
 
     # -- client messages -------------------------------------------------------------------------
 
     def receive(self, frame: str | bytes) -> None:
-        self.last_activity = self._clock()
+        self._contexts.touch()
         try:
-            if isinstance(frame, bytes):
-                raise SessionError("invalid_message", "binary frames are not accepted")
-            message = decode_object(frame)
-            cid = self._context_id(message)
+            message = self._contexts.message(frame)
+            cid = self._contexts.context_id(message)
         except SessionError as error:
             self._session.error(None, error.code, error.message, error.retryable)
             return
@@ -146,8 +142,8 @@ class CartesiaProtocol:
         inactivity close (no message and no audio for ``INACTIVITY_S``)."""
         if self._expired:
             return None
-        due = self.last_activity + INACTIVITY_S
-        for context in self._open.values():
+        due = self._contexts.inactive_at(INACTIVITY_S)
+        for context in self._contexts:
             if not context.ending:
                 due = min(due, context.last_input + CONTEXT_IDLE_S)
                 if context.flush_at is not None:
@@ -156,7 +152,7 @@ class CartesiaProtocol:
 
     def expire(self) -> None:
         now = self._clock()
-        for cid, context in list(self._open.items()):
+        for cid, context in self._contexts.open_items():
             if context.ending:
                 continue
             if context.last_input + CONTEXT_IDLE_S <= now:
@@ -166,7 +162,7 @@ class CartesiaProtocol:
             elif context.flush_at is not None and context.flush_at <= now:
                 context.flush_at = None
                 self._session.flush(cid, now)
-        if self.last_activity + INACTIVITY_S <= now:
+        if self._contexts.inactive_at(INACTIVITY_S) <= now:
             self._expired = True
             self._session.request_close("inactivity timeout")
 
@@ -174,15 +170,6 @@ class CartesiaProtocol:
         """An error event for the connection (``shutting_down``), then close 1012."""
         frame = socket_error(None, "shutting_down", SHUTTING_DOWN)
         return Reply([dump(frame)], Close(SERVICE_RESTART, "server shutting down"))
-
-    def _context_id(self, message: dict[str, Any]) -> str:
-        cid = message.get("context_id")
-        if cid is None:
-            return DEFAULT_CONTEXT
-        if not isinstance(cid, str) or not cid:
-            raise SessionError("invalid_message", "context_id must be a non-empty string")
-        # Echoed in every message of the context: short and printable, or refused.
-        return check_name(cid, "context_id", "invalid_message")
 
     def _refuse(self, cid: str, error: SessionError) -> None:
         """A request of context ``cid`` was refused: the error ends that context, as its
@@ -197,7 +184,7 @@ class CartesiaProtocol:
     def _drop(self, cid: str) -> None:
         """Stop the open context ``cid``, if there is one: it is cancelled, and nothing more of
         it goes out (not even a ``done`` that crosses the cancel)."""
-        context = self._open.pop(cid, None)
+        context = self._contexts.close(cid)
         if context is None:
             # Never opened, refused, or ended: nothing to stop. After its end, a cancel is a
             # barge-in (Pipecat cancels on every interruption): its listener stopped.
@@ -220,7 +207,7 @@ class CartesiaProtocol:
         transcript = clean_text(transcript)  # word timings index the text as the session has it
         more = _flag(message, "continue")
         flush = _flag(message, "flush")
-        context = self._open.get(cid)
+        context = self._contexts.get(cid)
         if context is None:
             context = self._start(cid, message, now)
             if context is None:
@@ -262,7 +249,7 @@ class CartesiaProtocol:
             raise SessionError("invalid_message", f"max_buffer_delay_ms must be >= 0, got {delay}")
         timestamps = _flag(message, "add_timestamps")
         options = StartOptions(
-            voice=fields.resolve_voice(self._services, message.get("voice")),
+            voice=fields.resolve_voice(self._context, message.get("voice")),
             output_format=audio.name,
             settings=fields.speed_settings(message),
         )
@@ -279,8 +266,7 @@ class CartesiaProtocol:
             delay_s=DEFAULT_BUFFER_DELAY_S if delay is None else delay / 1000.0,
             float32=Float32Samples() if audio.float32 else None,
         )
-        self._open[cid] = context
-        self._in_flight.setdefault(cid, deque()).append(context)
+        self._contexts.opened(cid, context)
         return context
 
     # -- session events --------------------------------------------------------------------------
@@ -289,33 +275,19 @@ class CartesiaProtocol:
         if isinstance(event, TimestampsOut):
             return self._timestamps(event)
         if isinstance(event, AudioOut):
-            self.last_activity = self._clock()
+            self._contexts.touch()
             return self._chunk(event)
         if isinstance(event, DoneOut):
             return self._done(event)
         if isinstance(event, CancelledOut):
-            self._finished(event.context_id)
+            self._contexts.finish(event.context_id)
             return Reply()  # Cartesia sends nothing more for a cancelled context
         if isinstance(event, CloseOut):
             return Reply(close=Close(NORMAL_CLOSURE, event.reason))
         return self._error(event)
 
-    def _current(self, cid: str) -> _Context | None:
-        queue = self._in_flight.get(cid)
-        return queue[0] if queue else None
-
-    def _finished(self, cid: str) -> _Context | None:
-        """The context that a terminal event of ``cid`` ends."""
-        queue = self._in_flight.get(cid)
-        context = queue.popleft() if queue else None
-        if queue is not None and not queue:
-            del self._in_flight[cid]
-        if context is not None and self._open.get(cid) is context:
-            del self._open[cid]
-        return context
-
     def _timestamps(self, event: TimestampsOut) -> Reply[str]:
-        context = self._current(event.context_id)
+        context = self._contexts.current(event.context_id)
         if context is None or context.dead:
             return Reply()
         cid = event.context_id
@@ -333,7 +305,7 @@ class CartesiaProtocol:
         return Reply(frames)
 
     def _chunk(self, event: AudioOut) -> Reply[str]:
-        context = self._current(event.context_id)
+        context = self._contexts.current(event.context_id)
         if context is None or context.dead:
             return Reply()
         data = event.data if context.float32 is None else context.float32.convert(event.data)
@@ -349,7 +321,7 @@ class CartesiaProtocol:
 
     def _done(self, event: DoneOut) -> Reply[str]:
         cid = event.context_id
-        context = self._finished(cid)
+        context = self._contexts.finish(cid)
         if context is None or context.dead:
             return Reply()  # its error already told the client it was over
         frames = [self._flush_done(cid, n) for n in context.flushes.finish()]
@@ -371,7 +343,7 @@ class CartesiaProtocol:
         elif cid is not None:
             if event.code == "encoding_failed":
                 # The session has dropped that context already: this error is its last event.
-                self._finished(cid)
+                self._contexts.finish(cid)
             else:
                 # An error of an open context (a failed segment, a full text buffer) ends it,
                 # as its ``done: true`` tells the client.

@@ -14,36 +14,33 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.websockets import WebSocket
 
+from voxflow.connection.gateway import Gateway, GatewayAccess
 from voxflow.connection.runner import run_connection
-from voxflow.server.services import Services
 from voxflow.session.errors import SessionError
 from voxflow.transports.cartesia import errors as cartesia_errors
 from voxflow.transports.cartesia import http as cartesia_http
 from voxflow.transports.cartesia.http import BytesBody, error_response
 from voxflow.transports.cartesia.protocol import CartesiaProtocol
+from voxflow.transports.close_codes import TRY_AGAIN_LATER
 from voxflow.transports.websocket import refuse_while_draining, websocket_transport
 
 __all__ = ["mount_cartesia", "serve_cartesia"]
 
-TRY_AGAIN_LATER = 1013  # the WebSocket close for a server that is still starting
 
-
-async def serve_cartesia(websocket: WebSocket, services: Services) -> None:
+async def serve_cartesia(websocket: WebSocket, gateway: Gateway) -> None:
     if await refuse_while_draining(
-        websocket, services.admission.draining, cartesia_errors.http_error
+        websocket, gateway.admission.draining, cartesia_errors.http_error
     ):
         return
     await websocket.accept()
-    driver = services.new_driver("cartesia_ws")
-    protocol = CartesiaProtocol(driver.session, driver.now, services)
-    await run_connection(
-        driver, protocol, websocket_transport(websocket), services.runner_settings()
-    )
+    driver = gateway.new_driver("cartesia_ws", None)
+    protocol = CartesiaProtocol(driver.session, driver.now, gateway.context)
+    await run_connection(driver, protocol, websocket_transport(websocket), gateway.runner_settings)
 
 
-def mount_cartesia(app: FastAPI) -> None:
-    """Add the Cartesia-compatible endpoints to ``app`` (its lifespan sets
-    ``app.state.services``)."""
+def mount_cartesia(app: FastAPI, gateway_of: GatewayAccess) -> None:
+    """Add the Cartesia-compatible endpoints to ``app``; ``gateway_of`` is None while the
+    server starts."""
 
     # The body is read here rather than by FastAPI, so that a body that is not even JSON is
     # answered in Cartesia's shape too (FastAPI's is a 422 of its own); its schema stays in the
@@ -57,18 +54,18 @@ def mount_cartesia(app: FastAPI) -> None:
 
     @app.post("/tts/bytes", openapi_extra=body_docs)
     async def tts_bytes(request: Request) -> Response:
-        services: Services | None = getattr(request.app.state, "services", None)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             return error_response(
                 SessionError("service_unavailable", "the server is still starting")
             )
         body = BytesBody.model_validate(await request.body())
-        return await cartesia_http.tts_bytes(services, body)
+        return await cartesia_http.tts_bytes(gateway, body)
 
     @app.websocket("/tts/websocket")
     async def tts_websocket(websocket: WebSocket) -> None:
-        services: Services | None = getattr(websocket.app.state, "services", None)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             await websocket.close(TRY_AGAIN_LATER, "the server is still starting")
             return
-        await serve_cartesia(websocket, services)
+        await serve_cartesia(websocket, gateway)

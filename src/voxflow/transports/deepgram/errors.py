@@ -19,31 +19,23 @@ from types import MappingProxyType
 from typing import Any
 
 from voxflow.session.errors import is_server_fault
+from voxflow.transports.close_codes import (
+    INTERNAL_ERROR,
+    MESSAGE_TOO_BIG,
+    POLICY_VIOLATION,
+    SERVICE_RESTART,
+    TRY_AGAIN_LATER,
+)
 from voxflow.transports.http_status import HttpError, SocketError, http_status
 
 __all__ = [
-    "INTERNAL_ERROR",
-    "MESSAGE_TOO_BIG",
     "NAMES",
-    "NORMAL_CLOSURE",
-    "POLICY_VIOLATION",
-    "SERVICE_RESTART",
-    "TRY_AGAIN_LATER",
-    "UNSUPPORTED_DATA",
     "WARNINGS",
     "error_name",
     "http_error",
     "socket_error",
     "warning",
 ]
-
-NORMAL_CLOSURE = 1000
-UNSUPPORTED_DATA = 1003  # a binary frame: Deepgram's streaming TTS takes JSON text only
-POLICY_VIOLATION = 1008  # a malformed or refused message (Deepgram's DATA-* closes)
-MESSAGE_TOO_BIG = 1009  # text over Deepgram's per-message limit (its BIG-* closes)
-INTERNAL_ERROR = 1011  # the server failed (Deepgram's NET-* closes)
-SERVICE_RESTART = 1012
-TRY_AGAIN_LATER = 1013
 
 # Deepgram's error code names, where it has one for a session code; the rest are the session's
 # code in upper case (``error_name``).

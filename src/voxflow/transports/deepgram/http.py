@@ -19,8 +19,8 @@ from dataclasses import replace
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
-from voxflow.connection.runner import Reply
-from voxflow.server.services import Services
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.wire import Reply
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ClientEvent
@@ -99,17 +99,17 @@ def dg_headers(request_id: str, speech: SpeakOptions, chars: int) -> tuple[tuple
     )
 
 
-async def speak(services: Services, query: Mapping[str, str], body: SpeakBody) -> Response:
+async def speak(gateway: Gateway, query: Mapping[str, str], body: SpeakBody) -> Response:
     """``POST /v1/speak``."""
     request_id = new_request_id()
     try:
-        speech = parse_speak_query(services, query, websocket=False)
+        speech = parse_speak_query(gateway.context, query, websocket=False)
         if query.get("callback"):
             raise SessionError(
                 "invalid_request", "callback is not supported: the audio is the response"
             )
         text = _text(body)
-        options.check_text(text, min(SPEAK_MAX_CHARS, services.settings.max_message_chars))
+        options.check_text(text, min(SPEAK_MAX_CHARS, gateway.context.max_message_chars))
         text = options.clean_text(text)
     except SessionError as error:
         return error_response(error, request_id)
@@ -119,4 +119,4 @@ async def speak(services: Services, query: Mapping[str, str], body: SpeakBody) -
     protocol = SpeakAudio(
         speech.output_format.media_type, request_id, dg_headers(request_id, speech, len(text))
     )
-    return speak_request(services, "deepgram_http", start, text, protocol)
+    return speak_request(gateway, "deepgram_http", start, text, protocol)

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxflow.connection.runner import Close, Reply
+from voxflow.connection.wire import Close, Reply
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -53,13 +53,8 @@ from voxflow.session.events import (
 )
 from voxflow.session.options import StartOptions, clean_text, shown
 from voxflow.session.session import Session
-from voxflow.transports.deepgram.errors import (
-    INTERNAL_ERROR,
-    NORMAL_CLOSURE,
-    POLICY_VIOLATION,
-    socket_error,
-    warning,
-)
+from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
+from voxflow.transports.deepgram.errors import socket_error, warning
 from voxflow.transports.deepgram.query import SpeakOptions
 from voxflow.transports.json_body import decode_object, dump
 from voxflow.version import __version__
@@ -125,8 +120,8 @@ class _Answer:
 class DeepgramProtocol:
     """Protocol state of one connection, without I/O (see ``voxflow.connection.runner``)."""
 
-    stall_close = Close(POLICY_VIOLATION, "client stopped reading")
-    failure_close = Close(INTERNAL_ERROR, "internal error")
+    stall_close = STALL_CLOSE
+    failure_close = FAILURE_CLOSE
 
     def __init__(
         self,

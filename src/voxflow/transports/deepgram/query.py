@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from voxflow.audio.formats import OutputFormat
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.options import shown
@@ -74,12 +74,12 @@ class SpeakOptions:
     settings: VoiceSettings
 
 
-def resolve_model(services: Services, model: str | None) -> str:
+def resolve_model(context: ProtocolContext, model: str | None) -> str:
     """The voxflow voice for a Deepgram ``model``."""
     return options.resolve_voice(
-        services.registry.get,
+        context.voice,
         model or DEFAULT_MODEL,
-        services.default_voice,
+        context.default_voice,
         alias=lambda name: _AURA_MODEL.fullmatch(name) is not None,
         hint="No such model/version combination found; Deepgram Aura model names "
         "(aura-asteria-en, aura-2-thalia-en) select the default voice",
@@ -87,11 +87,11 @@ def resolve_model(services: Services, model: str | None) -> str:
 
 
 def parse_speak_query(
-    services: Services, query: Mapping[str, str], websocket: bool
+    context: ProtocolContext, query: Mapping[str, str], websocket: bool
 ) -> SpeakOptions:
     """Validate ``/v1/speak``'s query string; ``SessionError`` when it is refused."""
     model = query.get("model") or DEFAULT_MODEL
-    voice = resolve_model(services, model)
+    voice = resolve_model(context, model)
     fmt = options.output_format(_format_name(query, websocket))
     speed = _number(query, "speed")
     settings = options.voice_settings(speed=1.0 if speed is None else speed)

@@ -19,10 +19,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.websockets import WebSocket
 
-from voxflow.connection.runner import PeerGone, run_connection
-from voxflow.server.services import Services
+from voxflow.connection.gateway import Gateway, GatewayAccess
+from voxflow.connection.runner import run_connection
+from voxflow.connection.wire import PeerGone
 from voxflow.session.admission import stream_slots
 from voxflow.session.errors import SessionError
+from voxflow.transports.close_codes import POLICY_VIOLATION
 from voxflow.transports.deepgram import http as deepgram_http
 from voxflow.transports.deepgram.errors import http_error, socket_error
 from voxflow.transports.deepgram.http import SpeakBody, error_response, new_request_id
@@ -37,15 +39,15 @@ log = logging.getLogger(__name__)
 _DENIAL_EXTENSION = "websocket.http.response"
 
 
-def _admit(services: Services, websocket: WebSocket) -> SpeakOptions:
+def _admit(gateway: Gateway, websocket: WebSocket) -> SpeakOptions:
     """The connection's options, or the ``SessionError`` that refuses it at the handshake."""
-    speech = parse_speak_query(services, websocket.query_params, websocket=True)
+    speech = parse_speak_query(gateway.context, websocket.query_params, websocket=True)
     # Deepgram refuses a connection over its concurrency limit at the handshake (429). A
     # stream is admitted for each turn, not the connection; admitting one and giving it back
     # refuses (and counts) a connection that could not speak now, with the usual retry hint.
-    engine = services.registry.get(speech.voice).engine
-    slots = stream_slots(engine, services.settings.kokoro_stream_slots)
-    services.admission.release(services.admission.acquire(engine, slots, time.monotonic()))
+    engine = gateway.context.voice(speech.voice).engine
+    slots = stream_slots(engine, gateway.context.kokoro_slots)
+    gateway.admission.release(gateway.admission.acquire(engine, slots, time.monotonic()))
     return speech
 
 
@@ -61,20 +63,20 @@ async def _refuse(websocket: WebSocket, error: SessionError, request_id: str) ->
         await websocket.send_denial_response(response)
         return
     close_code = socket_error(error.code, error.message).close_code
-    await websocket.close(close_code or 1008, reason[:120])
+    await websocket.close(close_code or POLICY_VIOLATION, reason[:120])
 
 
-async def serve_deepgram(websocket: WebSocket, services: Services) -> None:
+async def serve_deepgram(websocket: WebSocket, gateway: Gateway) -> None:
     request_id = new_request_id()
     try:
-        speech = _admit(services, websocket)
+        speech = _admit(gateway, websocket)
     except SessionError as error:
         await _refuse(websocket, error, request_id)
         return
     await websocket.accept(headers=[(b"dg-request-id", request_id.encode("ascii"))])
-    driver = services.new_driver("deepgram_ws")
+    driver = gateway.new_driver("deepgram_ws", None)
     protocol = DeepgramProtocol(
-        driver.session, driver.now, speech, services.session_config().max_buffered_chars
+        driver.session, driver.now, speech, gateway.context.max_buffered_chars
     )
     transport = websocket_transport(websocket)
     try:
@@ -83,15 +85,15 @@ async def serve_deepgram(websocket: WebSocket, services: Services) -> None:
         log.info("the client left before its Metadata went out")
         await driver.close()
         return
-    await run_connection(driver, protocol, transport, services.runner_settings())
+    await run_connection(driver, protocol, transport, gateway.runner_settings)
 
 
 # -- routes ---------------------------------------------------------------------------------------
 
 
-def mount_deepgram(app: FastAPI) -> None:
-    """Add the Deepgram-compatible endpoints to ``app`` (its lifespan sets
-    ``app.state.services``)."""
+def mount_deepgram(app: FastAPI, gateway_of: GatewayAccess) -> None:
+    """Add the Deepgram-compatible endpoints to ``app``; ``gateway_of`` is None while the
+    server starts."""
 
     def starting() -> SessionError:
         return SessionError("service_unavailable", "the server is still starting")
@@ -106,18 +108,18 @@ def mount_deepgram(app: FastAPI) -> None:
 
     @app.post("/v1/speak", openapi_extra=body_docs)
     async def speak(request: Request) -> Response:
-        services: Services | None = getattr(request.app.state, "services", None)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             return error_response(starting(), new_request_id())
         # Read here rather than by FastAPI, so that a body that is not even JSON is answered in
         # Deepgram's shape too (FastAPI's is a 422 of its own).
         body = SpeakBody.model_validate(await request.body())
-        return await deepgram_http.speak(services, request.query_params, body)
+        return await deepgram_http.speak(gateway, request.query_params, body)
 
     @app.websocket("/v1/speak")
     async def speak_stream(websocket: WebSocket) -> None:
-        services: Services | None = getattr(websocket.app.state, "services", None)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             await _refuse(websocket, starting(), new_request_id())
             return
-        await serve_deepgram(websocket, services)
+        await serve_deepgram(websocket, gateway)

@@ -12,28 +12,23 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from voxflow.session.errors import is_server_fault
+from voxflow.transports.close_codes import (
+    INTERNAL_ERROR,
+    POLICY_VIOLATION,
+    SERVICE_RESTART,
+    TRY_AGAIN_LATER,
+)
 from voxflow.transports.http_status import HttpError, SocketError, http_status
 
 __all__ = [
     "HTTP_STATUS",
-    "INTERNAL_ERROR",
     "KEEPS_CONNECTION",
     "NAMES",
-    "NORMAL_CLOSURE",
-    "POLICY_VIOLATION",
-    "SERVICE_RESTART",
     "SOCKET_CODES",
-    "TRY_AGAIN_LATER",
     "error_name",
     "http_error",
     "socket_error",
 ]
-
-NORMAL_CLOSURE = 1000
-POLICY_VIOLATION = 1008
-INTERNAL_ERROR = 1011
-SERVICE_RESTART = 1012
-TRY_AGAIN_LATER = 1013
 
 # The session's codes that ElevenLabs spells its own way.
 NAMES: Mapping[str, str] = MappingProxyType(

@@ -26,8 +26,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from voxflow.audio.formats import OutputFormat
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceInfo, VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
@@ -53,7 +54,7 @@ def error_response(error: SessionError) -> JSONResponse:
 # -- shared with the WebSocket transport ----------------------------------------------------------
 
 
-def resolve_voice_id(services: Services, voice_id: str) -> str:
+def resolve_voice_id(context: ProtocolContext, voice_id: str) -> str:
     """The voxflow voice for an ElevenLabs ``voice_id``.
 
     A voxflow voice name selects that voice. Clients written for ElevenLabs carry opaque ids for
@@ -61,9 +62,9 @@ def resolve_voice_id(services: Services, voice_id: str) -> str:
     work unchanged. Anything else is a typo: ``unknown_voice`` (ElevenLabs' ``voice_not_found``).
     """
     return options.resolve_voice(
-        services.registry.get,
+        context.voice,
         voice_id,
-        services.default_voice,
+        context.default_voice,
         alias=lambda name: ELEVENLABS_VOICE_ID.fullmatch(name) is not None,
         hint="ElevenLabs-style 20-character ids map to the default voice",
     ).name
@@ -142,8 +143,8 @@ def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
     }
 
 
-def _voice(services: Services, info: VoiceInfo) -> dict[str, Any]:
-    default = info.name == services.default_voice
+def _voice(context: ProtocolContext, info: VoiceInfo) -> dict[str, Any]:
+    default = info.name == context.default_voice
     return {
         **elevenlabs_voice_fields(info, default),
         "language": info.language,
@@ -155,7 +156,7 @@ def _voice(services: Services, info: VoiceInfo) -> dict[str, Any]:
 
 
 def voices_v2(
-    services: Services, search: str | None, page_size: int, next_page_token: str | None
+    context: ProtocolContext, search: str | None, page_size: int, next_page_token: str | None
 ) -> Response:
     """``GET /v2/voices``: ElevenLabs' paginated listing (``search`` matches the name)."""
     if not 1 <= page_size <= 100:
@@ -166,12 +167,12 @@ def voices_v2(
         start = int(next_page_token or 0)
     except ValueError:
         return error_response(SessionError("invalid_page_token", "next_page_token is not valid"))
-    voices = [v for v in services.registry.list() if not search or search.lower() in v.name.lower()]
+    voices = [v for v in context.voices() if not search or search.lower() in v.name.lower()]
     page = voices[start : start + page_size]
     more = start + page_size < len(voices)
     return JSONResponse(
         {
-            "voices": [_voice(services, v) for v in page],
+            "voices": [_voice(context, v) for v in page],
             "has_more": more,
             "total_count": len(voices),
             "next_page_token": str(start + page_size) if more else None,
@@ -179,13 +180,13 @@ def voices_v2(
     )
 
 
-def voice(services: Services, voice_id: str) -> Response:
+def voice(context: ProtocolContext, voice_id: str) -> Response:
     """``GET /v1/voices/{voice_id}``; an ElevenLabs-style id describes the default voice."""
     try:
-        name = resolve_voice_id(services, voice_id)
+        name = resolve_voice_id(context, voice_id)
     except SessionError as error:
         return error_response(error)
-    return JSONResponse({**_voice(services, services.registry.get(name)), "voice_id": voice_id})
+    return JSONResponse({**_voice(context, context.voice(name)), "voice_id": voice_id})
 
 
 # -- text to speech -------------------------------------------------------------------------------
@@ -218,21 +219,23 @@ class TtsPlan:
     normalization: NormalizationMode
 
 
-def plan(services: Services, voice_id: str, body: SpeechBody, output_format: str | None) -> TtsPlan:
+def plan(
+    context: ProtocolContext, voice_id: str, body: SpeechBody, output_format: str | None
+) -> TtsPlan:
     """Check a request (no I/O); ``SessionError`` if it is refused."""
     body = body.checked()
     fmt = check_output_format(output_format)
-    voice_name = resolve_voice_id(services, voice_id)
+    voice_name = resolve_voice_id(context, voice_id)
     settings = voice_settings(body.voice_settings, body.seed)
     normalization = normalization_mode(body.apply_text_normalization)
-    options.check_text(body.text, services.settings.max_message_chars)
+    options.check_text(body.text, context.max_message_chars)
     # Cleaned before anything uses it: the alignment's characters are the text's.
     text = options.clean_text(body.text)
     return TtsPlan(text, voice_name, fmt, settings, normalization)
 
 
 async def text_to_speech(
-    services: Services,
+    gateway: Gateway,
     voice_id: str,
     body: SpeechBody,
     output_format: str | None,
@@ -241,7 +244,7 @@ async def text_to_speech(
 ) -> Response:
     """The four ``/v1/text-to-speech/{voice_id}...`` endpoints."""
     try:
-        checked = plan(services, voice_id, body, output_format)
+        checked = plan(gateway.context, voice_id, body, output_format)
     except SessionError as error:
         return error_response(error)
     start = StartOptions(
@@ -257,4 +260,4 @@ async def text_to_speech(
         protocol = TtsLines(checked.text)
     else:
         protocol = TtsWhole(checked.text)
-    return speak_request(services, "elevenlabs_http", start, checked.text, protocol)
+    return speak_request(gateway, "elevenlabs_http", start, checked.text, protocol)

@@ -43,13 +43,12 @@ default, at most 180) closes with ``input_timeout_exceeded``.
 from __future__ import annotations
 
 import base64
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxflow.connection.runner import Close, Reply
-from voxflow.server.services import Services
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Close, Reply
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -60,29 +59,25 @@ from voxflow.session.events import (
     ErrorOut,
     TimestampsOut,
 )
-from voxflow.session.options import StartOptions, check_name, clean_text
+from voxflow.session.options import StartOptions, clean_text
 from voxflow.session.session import Session
 from voxflow.text.messages import separate_sentences
+from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
+from voxflow.transports.contexts import ContextTable
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.alignment import CharAligner, ChunkAlignment
-from voxflow.transports.elevenlabs.errors import (
-    INTERNAL_ERROR,
-    NORMAL_CLOSURE,
-    POLICY_VIOLATION,
-    socket_error,
-)
+from voxflow.transports.elevenlabs.errors import socket_error
 from voxflow.transports.elevenlabs.http import ws_alignment
 from voxflow.transports.elevenlabs.query import (
     DEFAULT_INACTIVITY_S,
     ConnectionOptions,
     parse_connection,
 )
-from voxflow.transports.json_body import decode_object, dump
+from voxflow.transports.json_body import dump
 
 ELEVENLABS_MAX_CONTEXTS = 5
 SCHEDULE_RANGE = (50, 500)  # ElevenLabs' bounds for each chunk_length_schedule entry
 STREAM_CONTEXT = "stream"  # the one context of stream-input (never shown to the client)
-DEFAULT_CONTEXT = "default"  # multi-stream messages without a context_id
 
 
 @dataclass
@@ -98,16 +93,16 @@ class _Context:
 class ElevenLabsProtocol:
     """Protocol state of one connection, without I/O: ``receive`` applies a client frame to the
     session; ``reply`` turns a session event into frames (see
-    ``voxflow.connection.runner.WireProtocol``)."""
+    ``voxflow.connection.wire.WireProtocol``)."""
 
-    stall_close = Close(POLICY_VIOLATION, "client stopped reading")
-    failure_close = Close(INTERNAL_ERROR, "internal error")
+    stall_close = STALL_CLOSE
+    failure_close = FAILURE_CLOSE
 
     def __init__(
         self,
         session: Session,
         clock: Callable[[], float],
-        services: Services,
+        context: ProtocolContext,
         voice_id: str,
         query: Mapping[str, str],
         multi: bool,
@@ -115,20 +110,15 @@ class ElevenLabsProtocol:
         self._clock = clock
         self._session = session
         self._multi = multi
-        self._max_contexts = driver_contexts(services, multi)
-        self._max_chars = services.session_config().chunking.max_chars
-        # Contexts the session has open, by id (the reader's view).
-        self._open: dict[str, _Context] = {}
-        # Contexts whose terminal event the writer has not handled yet, oldest first per id: a
-        # cancelled id may be reopened before its ``isFinal`` is sent.
-        self._in_flight: dict[str, deque[_Context]] = {}
+        self._max_contexts = driver_contexts(context, multi)
+        self._max_chars = context.max_segment_chars
+        self._contexts: ContextTable[_Context] = ContextTable(clock)
         self._ending = False  # end of input or close_socket: nothing more is read
         self._closing_socket = False
         self._failed = False
-        self.last_activity = clock()
         self.options: ConnectionOptions | None = None
         try:
-            self.options = parse_connection(services, voice_id, query)
+            self.options = parse_connection(context, voice_id, query)
         except SessionError as error:
             self._fail(error)
 
@@ -139,13 +129,11 @@ class ElevenLabsProtocol:
     # -- client messages -------------------------------------------------------------------------
 
     def receive(self, frame: str | bytes) -> None:
-        self.last_activity = self._clock()
+        self._contexts.touch()
         if self._failed:
             return
         try:
-            if isinstance(frame, bytes):
-                raise SessionError("invalid_message", "binary frames are not accepted")
-            self._apply(decode_object(frame))
+            self._apply(self._contexts.message(frame))
         except SessionError as error:
             self._fail(error)
 
@@ -154,7 +142,7 @@ class ElevenLabsProtocol:
 
     def deadline(self) -> float | None:
         """No message and no audio for the inactivity timeout closes the connection."""
-        return None if self._failed else self.last_activity + self.inactivity_timeout_s
+        return None if self._failed else self._contexts.inactive_at(self.inactivity_timeout_s)
 
     def expire(self) -> None:
         """No message and no audio for the inactivity timeout."""
@@ -201,7 +189,7 @@ class ElevenLabsProtocol:
             return
         if not text and not flush:
             return  # a keep-alive: receiving it already reset the inactivity timer
-        context = self._open.get(cid)
+        context = self._contexts.get(cid)
         if context is None:
             if not text:
                 # A flush for a context never opened: opening one here would leave a context
@@ -226,15 +214,7 @@ class ElevenLabsProtocol:
             context.unflushed = False
 
     def _context_id(self, message: dict[str, Any]) -> str:
-        if not self._multi:
-            return STREAM_CONTEXT
-        cid = message.get("context_id")
-        if cid is None:
-            return DEFAULT_CONTEXT
-        if not isinstance(cid, str) or not cid:
-            raise SessionError("invalid_message", "context_id must be a non-empty string")
-        # Echoed in every reply of the context: short and printable, or refused.
-        return check_name(cid, "context_id", "invalid_message")
+        return self._contexts.context_id(message) if self._multi else STREAM_CONTEXT
 
     def _start(self, cid: str, message: dict[str, Any], now: float) -> _Context | None:
         assert self.options is not None  # a connection without options has failed
@@ -258,8 +238,7 @@ class ElevenLabsProtocol:
         if not self._session.start(cid, options, now):
             return None
         context = _Context()
-        self._open[cid] = context
-        self._in_flight.setdefault(cid, deque()).append(context)
+        self._contexts.opened(cid, context)
         return context
 
     def _schedule(self, config: object) -> tuple[int, ...] | None:
@@ -285,7 +264,7 @@ class ElevenLabsProtocol:
         return tuple(min(round(v), self._max_chars) for v in raw)
 
     def _close_context(self, cid: str, now: float, immediate: bool = False) -> None:
-        context = self._open.get(cid)
+        context = self._contexts.get(cid)
         if context is None:
             # Never opened, or finished: nothing to close. After its end, a close is Pipecat's
             # barge-in (it closes the context on every interruption): its listener stopped.
@@ -293,14 +272,14 @@ class ElevenLabsProtocol:
             return
         if immediate or context.closing or context.unflushed:
             self._session.cancel(cid, None, now, now)
-            del self._open[cid]
+            self._contexts.close(cid)
         else:
             context.closing = True
             self._session.end(cid, now)
 
     def _end_of_input(self, now: float) -> None:
         self._ending = True
-        context = self._open.get(STREAM_CONTEXT)
+        context = self._contexts.get(STREAM_CONTEXT)
         if context is None:
             self._session.request_close("end of input")
         else:
@@ -311,7 +290,7 @@ class ElevenLabsProtocol:
         if self._closing_socket:
             return
         self._ending = self._closing_socket = True
-        for cid, context in list(self._open.items()):
+        for cid, context in self._contexts.open_items():
             if not context.closing:
                 self._close_context(cid, now)
         self._session.request_close("close_socket")
@@ -320,13 +299,13 @@ class ElevenLabsProtocol:
 
     def reply(self, event: ClientEvent) -> Reply[str]:
         if isinstance(event, TimestampsOut):
-            context = self._current(event.context_id)
+            context = self._contexts.current(event.context_id)
             if context is not None:
                 context.aligner.add(event, context.text)
             return Reply()
         if isinstance(event, AudioOut):
-            self.last_activity = self._clock()
-            context = self._current(event.context_id)
+            self._contexts.touch()
+            context = self._contexts.current(event.context_id)
             alignment = (
                 ChunkAlignment(event.offset_ms, ())
                 if context is None
@@ -339,38 +318,28 @@ class ElevenLabsProtocol:
             return self._close()
         return self._error(event)
 
-    def _current(self, cid: str) -> _Context | None:
-        queue = self._in_flight.get(cid)
-        return queue[0] if queue else None
-
     def _final(self, event: DoneOut | CancelledOut) -> Reply[str]:
         cid = event.context_id
         frames = []
-        queue = self._in_flight.get(cid)
-        context = queue.popleft() if queue else None
-        if queue is not None and not queue:
-            del self._in_flight[cid]
-        if context is not None:
-            if isinstance(event, DoneOut):
-                # Characters after the last word (trailing spaces): sent without audio so the
-                # client's text is complete before isFinal. It ends with a space, as
-                # ElevenLabs' alignments do: a client that closes a word at a space (Pipecat)
-                # would otherwise leave the last word of a reply sent without one untimed.
-                text = context.text if context.text[-1:].isspace() else context.text + " "
-                rest = context.aligner.finish(text)
-                if rest.chars:
-                    frames.append(self._audio(cid, b"", rest))
-            if self._open.get(cid) is context:
-                del self._open[cid]
+        context = self._contexts.finish(cid)
+        if context is not None and isinstance(event, DoneOut):
+            # Characters after the last word (trailing spaces): sent without audio so the
+            # client's text is complete before isFinal. It ends with a space, as ElevenLabs'
+            # alignments do: a client that closes a word at a space (Pipecat) would otherwise
+            # leave the last word of a reply sent without one untimed.
+            text = context.text if context.text[-1:].isspace() else context.text + " "
+            rest = context.aligner.finish(text)
+            if rest.chars:
+                frames.append(self._audio(cid, b"", rest))
         body: dict[str, Any] = {"isFinal": True}
         if self._multi:
             body["contextId"] = cid
         frames.append(dump(body))
-        done = not self._multi or (self._closing_socket and not self._in_flight)
+        done = not self._multi or (self._closing_socket and not self._contexts.in_flight())
         return Reply(frames, Close(NORMAL_CLOSURE) if done else None)
 
     def _close(self) -> Reply[str]:
-        if self._in_flight:
+        if self._contexts.in_flight():
             return Reply()  # the last isFinal closes the socket
         # stream-input ended before any text: its (empty) generation is final all the same.
         frames = [] if self._multi else [dump({"isFinal": True})]
@@ -402,8 +371,8 @@ class ElevenLabsProtocol:
         return dump(body)
 
 
-def driver_contexts(services: Services, multi: bool) -> int:
+def driver_contexts(context: ProtocolContext, multi: bool) -> int:
     """How many contexts a connection may have open: ElevenLabs' limit, or the server's if lower."""
     if not multi:
         return 1
-    return min(ELEVENLABS_MAX_CONTEXTS, services.settings.max_contexts_per_connection)
+    return min(ELEVENLABS_MAX_CONTEXTS, context.max_contexts)

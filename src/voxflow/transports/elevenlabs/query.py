@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from voxflow.server.services import Services
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.session.errors import SessionError
 from voxflow.session.options import MAX_SEED, shown
 from voxflow.text.normalize.normalizer import NormalizationMode
@@ -56,12 +56,12 @@ def _integer(query: Mapping[str, str], name: str) -> int | None:
 
 
 def parse_connection(
-    services: Services, voice_id: str, query: Mapping[str, str]
+    context: ProtocolContext, voice_id: str, query: Mapping[str, str]
 ) -> ConnectionOptions:
     """Validate the query string. ``model_id``, ``language_code``, ``enable_logging``,
     ``enable_ssml_parsing`` and ``authorization`` are accepted and ignored."""
     fmt = elevenlabs_http.check_output_format(query.get("output_format"))
-    voice = elevenlabs_http.resolve_voice_id(services, voice_id)
+    voice = elevenlabs_http.resolve_voice_id(context, voice_id)
     timeout = _integer(query, "inactivity_timeout")
     if timeout is None:
         timeout = DEFAULT_INACTIVITY_S

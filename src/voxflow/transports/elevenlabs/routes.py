@@ -3,19 +3,18 @@ HTTP routes (``voxflow.transports.elevenlabs.http``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.websockets import WebSocket
 
+from voxflow.connection.gateway import Gateway, GatewayAccess
 from voxflow.connection.runner import run_connection
-from voxflow.server.services import Services
 from voxflow.session.errors import SessionError
+from voxflow.transports.close_codes import TRY_AGAIN_LATER
 from voxflow.transports.elevenlabs import errors as elevenlabs_errors
 from voxflow.transports.elevenlabs import http as elevenlabs_http
-from voxflow.transports.elevenlabs.errors import TRY_AGAIN_LATER
 from voxflow.transports.elevenlabs.http import SpeechBody, error_response
 from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol, driver_contexts
 from voxflow.transports.websocket import refuse_while_draining, websocket_transport
@@ -24,33 +23,27 @@ __all__ = ["mount_elevenlabs", "serve_elevenlabs"]
 
 
 async def serve_elevenlabs(
-    websocket: WebSocket, services: Services, voice_id: str, multi: bool
+    websocket: WebSocket, gateway: Gateway, voice_id: str, multi: bool
 ) -> None:
     if await refuse_while_draining(
-        websocket, services.admission.draining, elevenlabs_errors.http_error
+        websocket, gateway.admission.draining, elevenlabs_errors.http_error
     ):
         return
     await websocket.accept()
-    config = replace(services.session_config(), max_contexts=driver_contexts(services, multi))
-    driver = services.new_driver("elevenlabs_ws", config)
+    driver = gateway.new_driver("elevenlabs_ws", driver_contexts(gateway.context, multi))
     protocol = ElevenLabsProtocol(
-        driver.session, driver.now, services, voice_id, websocket.query_params, multi
+        driver.session, driver.now, gateway.context, voice_id, websocket.query_params, multi
     )
-    await run_connection(
-        driver, protocol, websocket_transport(websocket), services.runner_settings()
-    )
+    await run_connection(driver, protocol, websocket_transport(websocket), gateway.runner_settings)
 
 
 # -- routes ---------------------------------------------------------------------------------------
 
 
-def mount_elevenlabs(app: FastAPI) -> None:
-    """Add the ElevenLabs-compatible endpoints to ``app`` (its lifespan sets
-    ``app.state.services``). ``GET /v1/voices`` stays the app's own; see
+def mount_elevenlabs(app: FastAPI, gateway_of: GatewayAccess) -> None:
+    """Add the ElevenLabs-compatible endpoints to ``app``; ``gateway_of`` is None while the
+    server starts. ``GET /v1/voices`` stays the app's own; see
     ``elevenlabs_http.elevenlabs_voice_fields``."""
-
-    def services_of(request: Request) -> Services | None:
-        return getattr(request.app.state, "services", None)
 
     def starting() -> Response:
         return error_response(SessionError("service_unavailable", "the server is still starting"))
@@ -62,14 +55,14 @@ def mount_elevenlabs(app: FastAPI) -> None:
         stream: bool,
         timestamps: bool,
     ) -> Response:
-        services = services_of(request)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             return starting()
         # The body is read here rather than by FastAPI, so that a body that is not even JSON
         # is answered in ElevenLabs' shape too (FastAPI's is a 422 of its own).
         body = SpeechBody.model_validate(await request.body())
         return await elevenlabs_http.text_to_speech(
-            services, voice_id, body, output_format, stream, timestamps
+            gateway, voice_id, body, output_format, stream, timestamps
         )
 
     # The body's schema for the API docs, since FastAPI does not read it.
@@ -104,29 +97,28 @@ def mount_elevenlabs(app: FastAPI) -> None:
 
     @app.get("/v2/voices")
     async def voices_v2(
-        request: Request,
         search: str | None = None,
         page_size: int = 10,
         next_page_token: str | None = None,
     ) -> Response:
-        services = services_of(request)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             return starting()
-        return elevenlabs_http.voices_v2(services, search, page_size, next_page_token)
+        return elevenlabs_http.voices_v2(gateway.context, search, page_size, next_page_token)
 
     @app.get("/v1/voices/{voice_id}")
-    async def voice(voice_id: str, request: Request) -> Response:
-        services = services_of(request)
-        if services is None:
+    async def voice(voice_id: str) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
             return starting()
-        return elevenlabs_http.voice(services, voice_id)
+        return elevenlabs_http.voice(gateway.context, voice_id)
 
     async def serve(websocket: WebSocket, voice_id: str, multi: bool) -> None:
-        services: Services | None = getattr(websocket.app.state, "services", None)
-        if services is None:
+        gateway = gateway_of()
+        if gateway is None:
             await websocket.close(TRY_AGAIN_LATER, "the server is still starting")
             return
-        await serve_elevenlabs(websocket, services, voice_id, multi)
+        await serve_elevenlabs(websocket, gateway, voice_id, multi)
 
     @app.websocket("/v1/text-to-speech/{voice_id}/stream-input")
     async def stream_input(websocket: WebSocket, voice_id: str) -> None:

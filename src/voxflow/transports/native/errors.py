@@ -15,6 +15,7 @@ from typing import Any
 from voxflow.session.errors import is_retryable
 from voxflow.session.events import ErrorOut
 from voxflow.transports.http_status import HttpError, http_status
+from voxflow.transports.native import schema
 
 __all__ = ["WIRE_CODES", "error_body", "http_error", "wire_code"]
 
@@ -37,16 +38,15 @@ def wire_code(code: str) -> str:
 def error_body(event: ErrorOut) -> dict[str, Any]:
     """The native ``error`` event for ``event`` (with ``retry_after_ms`` when the server is
     full)."""
-    body: dict[str, Any] = {
-        "type": "error",
-        "context_id": event.context_id,
-        "code": wire_code(event.code),
-        "message": event.message,
-        "retryable": event.retryable,
-    }
-    if event.retry_after_ms is not None:
-        body["retry_after_ms"] = round(event.retry_after_ms)
-    return body
+    return schema.ERROR.encode(
+        {
+            "context_id": event.context_id,
+            "code": wire_code(event.code),
+            "message": event.message,
+            "retryable": event.retryable,
+            "retry_after_ms": None if event.retry_after_ms is None else round(event.retry_after_ms),
+        }
+    )
 
 
 # The native HTTP routes' own statuses (``POST /v1/cache/prefetch``), over the shared ones.

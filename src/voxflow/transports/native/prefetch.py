@@ -16,8 +16,8 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from voxflow.runtime.background import BackgroundQueueFull
-from voxflow.server.services import Services
+from voxflow.connection.gateway import Gateway
+from voxflow.runtime.cache.background import BackgroundQueueFull
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut
 from voxflow.transports.json_body import decode_object
@@ -29,7 +29,7 @@ __all__ = ["prefetch"]
 WAIT_S = 60.0  # a waiting prefetch answers 504 after this (its rendering goes on)
 
 
-async def prefetch(body: bytes, services: Services) -> JSONResponse:
+async def prefetch(body: bytes, gateway: Gateway) -> JSONResponse:
     try:
         message = decode_object(body, "body")
         text = message.get("text")
@@ -39,7 +39,7 @@ async def prefetch(body: bytes, services: Services) -> JSONResponse:
         if not isinstance(wait, bool):
             raise SessionError("invalid_message", "wait must be true or false")
         options = parse_start(message)
-        futures = services.prefetch(options, text)
+        futures = gateway.prefetch(options, text)
     except SessionError as error:
         return _error(ErrorOut(None, error.code, error.message, error.retryable))
     if any(f.done() and isinstance(f.exception(), BackgroundQueueFull) for f in futures):

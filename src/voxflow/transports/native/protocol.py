@@ -7,11 +7,11 @@ gets an ``error`` event and the connection stays usable.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
-from voxflow.connection.runner import Close, Reply
+from voxflow.connection.wire import Close, Reply
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -33,15 +33,18 @@ from voxflow.session.options import (
 )
 from voxflow.session.session import Session
 from voxflow.text.lexicon import Lexicon, LexiconEntry
+from voxflow.transports.close_codes import (
+    FAILURE_CLOSE,
+    NORMAL_CLOSURE,
+    SERVICE_RESTART,
+    STALL_CLOSE,
+)
 from voxflow.transports.json_body import decode_object, dump
+from voxflow.transports.native import schema
 from voxflow.transports.native.errors import error_body
 
 __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 
-NORMAL_CLOSE_CODE = 1000
-WRITE_STALL_CLOSE_CODE = 1008  # policy violation: the client stopped reading
-INTERNAL_ERROR_CLOSE_CODE = 1011
-SERVICE_RESTART_CLOSE_CODE = 1012
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel", "prefetch")
 MAX_LEXICON_ENTRIES = 1000
 
@@ -115,10 +118,10 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
 
 
 class NativeProtocol:
-    """One native connection's protocol state (see ``voxflow.connection.runner.WireProtocol``)."""
+    """One native connection's protocol state (see ``voxflow.connection.wire.WireProtocol``)."""
 
-    stall_close = Close(WRITE_STALL_CLOSE_CODE, "client stopped reading")
-    failure_close = Close(INTERNAL_ERROR_CLOSE_CODE, "internal error")
+    stall_close = STALL_CLOSE
+    failure_close = FAILURE_CLOSE
 
     def __init__(self, session: Session, clock: Callable[[], float], binary: bool) -> None:
         self._session = session
@@ -179,7 +182,7 @@ class NativeProtocol:
 
     def reply(self, event: ClientEvent) -> Reply[str | bytes]:
         if isinstance(event, CloseOut):
-            return Reply((), Close(NORMAL_CLOSE_CODE, event.reason))
+            return Reply((), Close(NORMAL_CLOSURE, event.reason))
         text, extra = encode_event(event, self._binary)
         return Reply((text,) if extra is None else (text, extra))
 
@@ -195,67 +198,23 @@ class NativeProtocol:
     def shutdown(self) -> Reply[str | bytes]:
         """An ``error`` (``shutting_down``, retryable), then close 1012 (service restart)."""
         error = ErrorOut(None, "shutting_down", SHUTTING_DOWN, retryable=True)
-        return Reply([dump(error_body(error))], Close(SERVICE_RESTART_CLOSE_CODE, "shutting down"))
+        return Reply([dump(error_body(error))], Close(SERVICE_RESTART, "shutting down"))
 
 
 def encode_event(event: ClientEvent, binary: bool) -> tuple[str, bytes | None]:
-    """The JSON text frame for ``event`` and, in binary mode, the audio frame that follows it."""
-    body: dict[str, Any]
+    """The JSON text frame for ``event`` and, in binary mode, the audio frame that follows it
+    (the fields: ``voxflow.transports.native.schema``)."""
     extra: bytes | None = None
     if isinstance(event, AudioOut):
-        body = {
-            "type": "audio",
-            "context_id": event.context_id,
-            "seq": event.seq,
-            "offset_ms": round(event.offset_ms, 3),
-            "duration_ms": round(event.duration_ms, 3),
-        }
-        if event.text_end is not None:
-            body["text_end"] = event.text_end
-        if binary:
-            body["bytes"] = len(event.data)
-            extra = event.data
-        else:
-            body["audio"] = base64.b64encode(event.data).decode("ascii")
+        body = schema.AUDIO.encode(event)
+        extra = schema.encode_audio(body, event.data, binary)
     elif isinstance(event, TimestampsOut):
-        body = {
-            "type": "timestamps",
-            "context_id": event.context_id,
-            "words": [
-                {
-                    "word": w.word,
-                    "start_ms": round(w.start_ms, 1),
-                    "end_ms": round(w.end_ms, 1),
-                    "char_start": w.char_start,
-                    "char_end": w.char_end,
-                }
-                for w in event.words
-            ],
-        }
+        body = schema.TIMESTAMPS.encode(event)
     elif isinstance(event, DoneOut):
-        m = event.metrics
-        body = {
-            "type": "done",
-            "context_id": event.context_id,
-            "metrics": {
-                "ttfa_ms": None if m.ttfa_ms is None else round(m.ttfa_ms, 2),
-                "audio_ms": round(m.audio_ms, 2),
-                "synth_ms": round(m.synth_ms, 2),
-                "rtf": None if m.rtf is None else round(m.rtf, 4),
-                "chunks": m.chunks,
-                "deadline_misses": m.deadline_misses,
-                # Its first segment came from the phrase cache (null: it had none).
-                "cached": m.first_cached,
-            },
-        }
+        metrics = {**asdict(event.metrics), "cached": event.metrics.first_cached}
+        body = schema.DONE.encode({"context_id": event.context_id, "metrics": metrics})
     elif isinstance(event, CancelledOut):
-        body = {
-            "type": "cancelled",
-            "context_id": event.context_id,
-            "spoken_text": event.spoken_text,
-            "played_ms": round(event.played_ms, 2),
-            "latency_ms": round(event.latency_ms, 3),
-        }
+        body = schema.CANCELLED.encode(event)
     elif isinstance(event, ErrorOut):
         body = error_body(event)
     else:

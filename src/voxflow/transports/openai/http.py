@@ -19,8 +19,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 
 from voxflow.audio.formats import OutputFormat, openai_output_format
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
@@ -67,32 +68,32 @@ def error_response(error: SessionError) -> JSONResponse:
     return JSONResponse(answer.body, status_code=answer.status)
 
 
-def resolve_voice(services: Services, name: str) -> str:
+def resolve_voice(context: ProtocolContext, name: str) -> str:
     """The voxflow voice ``name`` selects; OpenAI's own names select the default voice."""
     return options.resolve_voice(
-        services.registry.get,
+        context.voice,
         name,
-        services.default_voice,
+        context.default_voice,
         alias=lambda voice: voice.lower() in OPENAI_VOICES,
         hint="OpenAI voice names are accepted too",
     ).name
 
 
-def plan(request: SpeechRequest, services: Services) -> SpeechPlan:
+def plan(request: SpeechRequest, context: ProtocolContext) -> SpeechPlan:
     """Check a request (no I/O); ``SessionError`` (a ``BodyError`` for the body's own types) if
     it is refused."""
     request = request.checked()
     fmt = options.output_format(request.response_format, openai_output_format)
-    options.check_text(request.input, services.settings.max_message_chars)
+    options.check_text(request.input, context.max_message_chars)
     text = options.clean_text(request.input)
-    voice = resolve_voice(services, request.voice)
+    voice = resolve_voice(context, request.voice)
     settings = options.voice_settings(speed=request.speed, seed=request.seed)
     return SpeechPlan(text, voice, fmt, settings, request.stream_format == "sse")
 
 
-async def speech(request: SpeechRequest, services: Services) -> Response:
+async def speech(request: SpeechRequest, gateway: Gateway) -> Response:
     try:
-        checked = plan(request, services)
+        checked = plan(request, gateway.context)
     except SessionError as error:
         return error_response(error)
     start = StartOptions(
@@ -101,4 +102,4 @@ async def speech(request: SpeechRequest, services: Services) -> Response:
     protocol = (
         SpeechEvents(checked.text) if checked.sse else SpeechAudio(checked.output_format.media_type)
     )
-    return speak_request(services, "openai", start, checked.text, protocol)
+    return speak_request(gateway, "openai", start, checked.text, protocol)

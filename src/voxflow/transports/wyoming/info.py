@@ -8,8 +8,8 @@ import warnings
 from urllib.parse import urlsplit
 
 from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
+from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
-from voxflow.server.services import Services
 from voxflow.session.errors import SessionError
 from voxflow.session.options import check_name
 from voxflow.version import __version__
@@ -47,9 +47,9 @@ def parse_wyoming_uri(uri: str) -> tuple[str, int]:
     return parts.hostname, port
 
 
-def build_info(services: Services) -> Info:
+def build_info(context: ProtocolContext) -> Info:
     """The ``info`` answer to ``describe``: one TTS program with every registry voice."""
-    voices = [_tts_voice(voice) for voice in services.registry.list()]
+    voices = [_tts_voice(voice) for voice in context.voices()]
     program = TtsProgram(
         name=PROGRAM_NAME,
         attribution=Attribution(name=PROGRAM_NAME, url=""),
@@ -96,10 +96,9 @@ def _package_version(distribution: str) -> str | None:
 
 
 def resolve_voice(
-    services: Services, requested: SynthesizeVoice | None
+    context: ProtocolContext, requested: SynthesizeVoice | None
 ) -> tuple[VoiceInfo, int | None]:
     """The voice and speaker id a request asks for, or the default voice."""
-    registry = services.registry
     speaker: str | None = None
     if requested is not None:
         # Names are echoed in refusals: short and printable, or refused.
@@ -110,12 +109,12 @@ def resolve_voice(
             check_name(requested.speaker, "speaker", "unknown_speaker")
     try:
         if requested is not None and requested.name:
-            voice = registry.get(requested.name)
+            voice = context.voice(requested.name)
             speaker = requested.speaker
         elif requested is not None and requested.language:
-            voice = _voice_for_language(services, requested.language)
+            voice = _voice_for_language(context, requested.language)
         else:
-            voice = registry.get(services.default_voice)
+            voice = context.voice(context.default_voice)
     except VoiceNotFoundError as error:
         raise SessionError("unknown_voice", str(error)) from None
     try:
@@ -129,10 +128,10 @@ def resolve_voice(
     return voice, _speaker_id(voice, speaker)
 
 
-def _voice_for_language(services: Services, language: str) -> VoiceInfo:
+def _voice_for_language(context: ProtocolContext, language: str) -> VoiceInfo:
     wanted = language.replace("-", "_").lower()
-    voices = services.registry.list()
-    default = services.registry.get(services.default_voice)
+    voices = context.voices()
+    default = context.voice(context.default_voice)
     # The default voice first; an exact language match beats a family match (en ~ en_US).
     for candidate in (default, *voices):
         if candidate.language.lower() == wanted:

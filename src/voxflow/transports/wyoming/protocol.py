@@ -41,13 +41,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from voxflow.connection.runner import Close, Reply
+from voxflow.connection.protocol_context import ProtocolContext
+from voxflow.connection.wire import Close, Reply
 from voxflow.engines.base import VoiceInfo, VoiceSettings
-from voxflow.server.services import Services
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import AudioOut, ClientEvent, CloseOut, DoneOut, ErrorOut
 from voxflow.session.options import StartOptions
 from voxflow.session.session import Session
+from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
 from voxflow.transports.wyoming import events
 from voxflow.transports.wyoming.framing import BadEvent
 from voxflow.transports.wyoming.info import build_info, resolve_voice
@@ -69,7 +70,7 @@ log = logging.getLogger(__name__)
 WyomingFrame = Event | BadEvent
 
 # TCP has no close codes; these only name why the connection ends (``Close`` wants one).
-NORMAL_CLOSE = Close(1000)
+NORMAL_CLOSE = Close(NORMAL_CLOSURE)
 # Errors after which the session sends nothing more for the context (no ``DoneOut``).
 ENDS_CONTEXT = frozenset({"encoding_failed"})
 
@@ -89,15 +90,17 @@ class _Request:
 
 
 class WyomingProtocol:
-    """One Wyoming connection's protocol state (see ``voxflow.connection.runner.WireProtocol``)."""
+    """One Wyoming connection's protocol state (see ``voxflow.connection.wire.WireProtocol``)."""
 
-    stall_close = Close(1008, "client stopped reading")
-    failure_close = Close(1011, "internal error")
+    stall_close = STALL_CLOSE
+    failure_close = FAILURE_CLOSE
 
-    def __init__(self, session: Session, clock: Callable[[], float], services: Services) -> None:
+    def __init__(
+        self, session: Session, clock: Callable[[], float], context: ProtocolContext
+    ) -> None:
         self._session = session
         self._clock = clock
-        self._services = services
+        self._context = context
         self._request: _Request | None = None
         # Frames that arrived while a request was being answered, oldest first.
         self._waiting: deque[WyomingFrame] = deque()
@@ -160,7 +163,7 @@ class WyomingProtocol:
         if not isinstance(data, dict):
             raise SessionError("invalid_event", f"{kind} data must be an object")
         if Describe.is_type(kind):
-            return [build_info(self._services).event()]
+            return [build_info(self._context).event()]
         if Ping.is_type(kind):
             return [events.pong(data)]
         if Synthesize.is_type(kind):
@@ -182,9 +185,7 @@ class WyomingProtocol:
             return  # the copy of the streamed text that Home Assistant sends for old servers
         text = events.request_text(data, "synthesize")
         events.check_text_format(data)
-        voice, speaker_id = resolve_voice(
-            self._services, events.requested_voice(data, "synthesize")
-        )
+        voice, speaker_id = resolve_voice(self._context, events.requested_voice(data, "synthesize"))
         context_id = self._begin(voice, speaker_id, streaming=False)
         if context_id is not None:
             self._feed(context_id, text)
@@ -198,7 +199,7 @@ class WyomingProtocol:
         try:
             events.check_text_format(data)
             voice, speaker_id = resolve_voice(
-                self._services, events.requested_voice(data, "synthesize-start")
+                self._context, events.requested_voice(data, "synthesize-start")
             )
         except SessionError:
             # The client goes on with this stream's chunks and waits for synthesize-stopped, so
@@ -260,7 +261,7 @@ class WyomingProtocol:
     def _feed(self, context_id: str, text: str) -> None:
         # Wyoming puts no limit on one event's text; the session limits one message, so long
         # texts go in pieces (its buffer treats them exactly like one string).
-        step = self._services.settings.max_message_chars
+        step = self._context.max_message_chars
         now = self._clock()
         for start in range(0, len(text), step):
             self._session.text(context_id, text[start : start + step], now)

@@ -7,8 +7,8 @@ import asyncio
 import logging
 from typing import Any
 
-from voxflow.server.services import Services
-from voxflow.transports.wyoming.framing import FrameLimits
+from voxflow.connection.gateway import Gateway
+from voxflow.transports.wyoming.framing import DEFAULT_FRAME_LIMITS, FrameLimits
 from voxflow.transports.wyoming.info import parse_wyoming_uri
 from voxflow.transports.wyoming.tcp import serve_wyoming
 
@@ -20,8 +20,8 @@ log = logging.getLogger(__name__)
 class WyomingServerHandle:
     """A listening Wyoming server: ``port`` it is bound to and ``close()``."""
 
-    def __init__(self, services: Services, limits: FrameLimits) -> None:
-        self._services = services
+    def __init__(self, gateway: Gateway, limits: FrameLimits) -> None:
+        self._gateway = gateway
         self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
@@ -44,7 +44,7 @@ class WyomingServerHandle:
             return
         self._connections.add(task)
         try:
-            await serve_wyoming(self._services, reader, writer, self._limits)
+            await serve_wyoming(self._gateway, reader, writer, self._limits)
         except asyncio.CancelledError:
             # close() cancels connections, and the connection has cleaned up after itself. On
             # 3.11 asyncio's own done-callback for this task calls task.exception(), which raises
@@ -67,19 +67,11 @@ class WyomingServerHandle:
 
 
 async def start_wyoming_server(
-    services: Services, uri: str, limits: FrameLimits | None = None
+    gateway: Gateway, uri: str, limits: FrameLimits = DEFAULT_FRAME_LIMITS
 ) -> WyomingServerHandle:
-    """Listen for Wyoming clients on ``uri`` (``tcp://HOST:PORT``; port 0 picks a free one);
-    ``limits`` default to the settings' ``wyoming_max_*``."""
+    """Listen for Wyoming clients on ``uri`` (``tcp://HOST:PORT``; port 0 picks a free one)."""
     host, port = parse_wyoming_uri(uri)
-    if limits is None:
-        settings = services.settings
-        limits = FrameLimits(
-            line=settings.wyoming_max_line_bytes,
-            data=settings.wyoming_max_data_bytes,
-            payload=settings.wyoming_max_payload_bytes,
-        )
-    handle = WyomingServerHandle(services, limits)
+    handle = WyomingServerHandle(gateway, limits)
     await handle._listen(host, port)
     log.info("Wyoming server listening on %s:%d", host, handle.port)
     return handle

@@ -11,8 +11,9 @@ import asyncio
 import logging
 import warnings
 
-from voxflow.connection.runner import Close, PeerGone, Transport, run_connection
-from voxflow.server.services import Services
+from voxflow.connection.gateway import Gateway
+from voxflow.connection.runner import run_connection
+from voxflow.connection.wire import Close, PeerGone, Transport
 from voxflow.transports.wyoming.framing import (
     DEFAULT_FRAME_LIMITS,
     BadEvent,
@@ -33,17 +34,17 @@ CLOSE_WAIT_S = 1.0  # below the runner's teardown bound, so an unread socket is 
 
 
 async def serve_wyoming(
-    services: Services,
+    gateway: Gateway,
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     limits: FrameLimits = DEFAULT_FRAME_LIMITS,
 ) -> None:
     """Serve one Wyoming client until the connection ends; the socket is closed on return."""
-    driver = services.new_driver("wyoming")
-    protocol = WyomingProtocol(driver.session, driver.now, services)
+    driver = gateway.new_driver("wyoming", None)
+    protocol = WyomingProtocol(driver.session, driver.now, gateway.context)
     try:
         await run_connection(
-            driver, protocol, tcp_transport(reader, writer, limits), services.runner_settings()
+            driver, protocol, tcp_transport(reader, writer, limits), gateway.runner_settings
         )
     finally:
         # The runner closes the transport only when a reply or a stall asks it to; a peer that

@@ -173,7 +173,8 @@ def test_property_every_character_once_in_order_with_its_chunk(script: _Script) 
 
 def test_real_engine_alignment_reproduces_the_text_and_its_words(engine: PiperEngine) -> None:
     # Renders every request from its start (no scheduler): so no leads, whose takeovers start
-    # mid-utterance (tests/session/test_takeover.py aligns those through the real scheduler).
+    # mid-utterance (tests/session/test_session_takeover.py aligns those through the real
+    # scheduler).
     config = SessionConfig(default_voice="joe", chunking=ChunkingConfig(lead_cost=None))
     session = Session(config, VoiceRegistry().get)
     session.start("c", StartOptions(output_format="pcm_16000", settings=VoiceSettings(seed=4)), 0)

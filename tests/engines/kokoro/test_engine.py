@@ -1,6 +1,6 @@
 """The Kokoro-82M engine with the real model and the installed voices: what ``prepare`` leaves in an
 utterance, what ``render`` returns for a window, a whole render against the original (unsplit)
-model, a stream against a whole render, blends, and the router that puts it beside Piper.
+model, a stream against a whole render, and blends.
 
 The engine loads once for the session (``kokoro_engine``): splitting the model takes a few
 seconds on the 2-core dev machine. A voice then loads in the time it takes to read its pack:
@@ -29,9 +29,8 @@ from voxflow.engines.kokoro.engine import KokoroEngine
 from voxflow.engines.kokoro.phonemes import PAD, kokoro_ids
 from voxflow.engines.kokoro.voices import default_voices_dir, load_pack, pack_digest
 from voxflow.engines.phonemize import Phonemizer
-from voxflow.engines.piper import PiperEngine, TextTooLongError
+from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.engines.router import EngineRouter, build_engine
 from voxflow.runtime.windows import WindowPolicy
 
 HEART = "kokoro:af_heart"
@@ -84,7 +83,7 @@ def _run_original(session: ort.InferenceSession, text: str, style: Audio) -> Aud
     return result
 
 
-def _whole(engine: KokoroEngine | EngineRouter, utterance: Utterance) -> Audio:
+def _whole(engine: KokoroEngine, utterance: Utterance) -> Audio:
     return engine.render(utterance, 0, utterance.num_frames)
 
 
@@ -295,7 +294,7 @@ def test_a_stream_stays_close_to_the_whole_render(kokoro: KokoroEngine, whole: A
     Measured (TEXT): log-mel distance 3.30 dB and RMS 1.27 dB lower when streamed; on two other
     sentences 3.35 dB / -0.56 dB and 3.06 dB / -0.66 dB (bm_george: 2.7 to 3.2 dB). For scale:
     the same model moved by float rounding is 0.5 to 0.9 dB; a blend against its packs 3.9 and
-    5.1 dB (below). Intelligibility is the judge (tests/bench/test_intelligibility.py)."""
+    5.1 dB (below). Intelligibility is the judge (benchmarks/tests/test_intelligibility.py)."""
     # A fresh utterance: the engine keeps running statistics per utterance.
     utterance = kokoro.prepare(TEXT, HEART, VoiceSettings())
     streamed, windows = _streamed(kokoro, utterance)
@@ -365,36 +364,3 @@ def test_a_blend_renders_between_its_packs(
     for pack in (heart, michael):
         alone = _run_original(original, SHORT, pack[row])
         assert _mel_distance(audio, alone) > 2.5
-
-
-# -- the router -----------------------------------------------------------------------------------
-
-
-def test_build_engine_routes_each_voice_to_its_engine(kokoro_registry: VoiceRegistry) -> None:
-    router = build_engine(kokoro_registry)
-    assert router.engine_name("joe") == "piper"
-    assert router.engine_name(HEART) == "kokoro"
-    assert router.engine_name(BLEND) == "kokoro"
-    assert isinstance(router.engine_for("joe"), PiperEngine)
-    assert isinstance(router.engine_for(HEART), KokoroEngine)
-    assert router.voice_info("joe").sample_rate == 22050
-    assert router.voice_info(HEART).sample_rate == RATE
-    # Without the Kokoro directory there are no Kokoro voices, and no Kokoro engine.
-    plain = build_engine(VoiceRegistry())
-    assert [v.name for v in plain.voices()] == ["joe"]
-    assert plain.engine_name("joe") == "piper"
-
-
-def test_the_router_renders_piper_and_kokoro_voices(
-    kokoro_registry: VoiceRegistry, kokoro: KokoroEngine, engine: PiperEngine
-) -> None:
-    # The session's loaded engines (build_engine's own would load and split the model again).
-    router = EngineRouter(kokoro_registry, {"piper": engine, "kokoro": kokoro})
-    for voice, rate in (("joe", 22050), (HEART, RATE)):
-        utterance = router.prepare(SHORT, voice, VoiceSettings(seed=1))
-        assert (utterance.voice, utterance.sample_rate) == (voice, rate)
-        audio = router.render(utterance, 0, min(16, utterance.num_frames))
-        assert audio.shape == (min(16, utterance.num_frames) * utterance.samples_per_frame,)
-    off = EngineRouter(kokoro_registry, {"piper": engine})
-    with pytest.raises(ValueError, match="needs the kokoro engine, which is off"):
-        off.prepare(SHORT, HEART, VoiceSettings())

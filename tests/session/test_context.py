@@ -1,5 +1,7 @@
-"""A context's picture of its listener: when it cuts a lead from the text that has arrived
-(``Context.hurry_at``), and until when it speaks for admission (``Context.busy_until``).
+"""A context's picture of its listener (``voxflow.session.context``): when it cuts a lead from the
+text that has arrived (``Context.hurry_at``), and until when it speaks for admission
+(``Context.busy_until``); and the context's map from the text layer's ``SegmentEnd`` to the seam
+joiner's ``JoinKind`` (``join_kind``).
 
 The runtime's part is played here by hand: each request is prepared by the simulation's stand-in
 engine (``tests.support.simulation.SimEngine``), its windows rendered from it, and the encoder
@@ -13,14 +15,16 @@ import math
 import pytest
 
 from tests.support.simulation import SimEngine
+from voxflow.audio.seam_settings import JoinKind, SeamSettings
 from voxflow.connection.local import drain_encoded
 from voxflow.engines.base import Utterance
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest
-from voxflow.session.context import OPEN_GRACE_S, Context
+from voxflow.session.context import OPEN_GRACE_S, Context, join_kind
 from voxflow.session.events import AudioOut, OpenStream, Output, SubmitSegment
 from voxflow.session.options import SessionConfig, StartOptions, context_options
 from voxflow.session.session import Session
+from voxflow.text.chunking import SegmentEnd
 
 ENGINE = SimEngine()
 MARGIN_S = 0.35
@@ -252,3 +256,39 @@ def test_a_poll_at_the_deadline_cuts_a_lead_mid_turn_and_the_sentence_takes_over
     assert takeover.text == "The refund went back to your card."
     assert takeover.takeover is not None and takeover.takeover.lead_tag == lead.tag
     assert not takeover.lead
+
+
+# -- join_kind ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("boundary", "expected"),
+    [
+        (None, None),
+        (SegmentEnd.CUT, JoinKind.WORD),  # a hard cut inside a word gets a word's (no) pause
+        (SegmentEnd.WORD, JoinKind.WORD),
+        (SegmentEnd.CLAUSE, JoinKind.CLAUSE),
+        (SegmentEnd.SENTENCE, JoinKind.SENTENCE),
+        (SegmentEnd.FLUSH, JoinKind.FLUSH),
+    ],
+)
+def test_every_segment_end_maps_to_its_join(
+    boundary: SegmentEnd | None, expected: JoinKind | None
+) -> None:
+    assert join_kind(boundary) is expected
+
+
+def test_each_segment_end_gets_its_own_pause() -> None:
+    # Distinct pauses, so a wrong mapping shows up as a wrong pause, not only as a wrong name.
+    settings = SeamSettings(
+        sentence_pause_ms=300.0, clause_pause_ms=200.0, word_pause_ms=10.0, flush_pause_ms=400.0
+    )
+    pauses = {end: settings.pause_ms(join_kind(end)) for end in SegmentEnd}
+    assert pauses == {
+        SegmentEnd.CUT: 10.0,
+        SegmentEnd.WORD: 10.0,
+        SegmentEnd.CLAUSE: 200.0,
+        SegmentEnd.SENTENCE: 300.0,
+        SegmentEnd.FLUSH: 400.0,
+    }
+    assert settings.pause_ms(join_kind(None)) == 0.0

@@ -1,5 +1,5 @@
-"""Kokoro's shipped priors: the file format, the file itself against the packs and the model,
-and the calibration that computes it (``voxflow.engines.kokoro.prior``, ``kokoro_calibrate``)."""
+"""Kokoro's shipped priors (``voxflow.engines.kokoro.prior``): the file format, and the file itself
+against the packs and the model."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxflow.engines.kokoro.calibrate import calibrate, main
 from voxflow.engines.kokoro.engine import KokoroEngine
 from voxflow.engines.kokoro.prior import (
     CALIBRATION,
@@ -23,7 +22,7 @@ from voxflow.engines.kokoro.voices import default_voices_dir, pack_digest
 
 HEART = "kokoro:af_heart"
 SHORT = "Hello there."
-SUMS = Path(__file__).parents[2] / "src" / "voxflow" / "engines" / "kokoro" / "voices.sha256"
+SUMS = Path(__file__).parents[3] / "src" / "voxflow" / "engines" / "kokoro" / "voices.sha256"
 
 
 def _stats(rng: np.random.Generator, channels: list[int]) -> Stats:
@@ -130,21 +129,3 @@ def test_the_shipped_priors_fit_the_model_layer_by_layer(kokoro_engine: KokoroEn
         [distance(np.roll(p, 1, axis=1), o) for (p, _), (o, _) in zip(prior, own, strict=True)]
     )
     assert near < 0.5 and moved > 2 * near
-
-
-def test_calibrate_averages_whole_renderings(kokoro_engine: KokoroEngine) -> None:
-    got = calibrate(kokoro_engine, "af_heart", [SHORT, SHORT])
-    want = kokoro_engine.whole_statistics(SHORT, HEART)
-    for (mean, meansq), (w_mean, w_meansq) in zip(got, want, strict=True):
-        np.testing.assert_allclose(mean, w_mean, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(meansq, w_meansq, rtol=1e-5, atol=1e-6)
-
-
-def test_calibrate_refuses_a_pack_it_does_not_have(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["--out", str(tmp_path / "p.npz"), "af_heart", "zz_nobody"])
-    assert exited.value.code == 2
-    assert "zz_nobody" in capsys.readouterr().err
-    assert not (tmp_path / "p.npz").exists()

@@ -21,14 +21,8 @@ import pytest
 
 from voxflow.connection.driver import STALL_FACTOR, SessionDriver
 from voxflow.connection.encoder_pool import EncoderPool
-from voxflow.connection.runner import (
-    Close,
-    PeerGone,
-    RunnerSettings,
-    StopSignal,
-    Transport,
-    run_connection,
-)
+from voxflow.connection.runner import RunnerSettings, StopSignal, run_connection
+from voxflow.connection.wire import Close, PeerGone, Transport
 from voxflow.engines.piper import PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.scheduler import Scheduler
@@ -40,10 +34,11 @@ from voxflow.transports.native.protocol import NativeProtocol
 
 Frame = str | bytes
 
-LONG = (
+SENTENCE = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
     "in the distance, prepares for a long evening of music that nobody will forget. "
-) * 4
+)
+LONG = SENTENCE * 4
 # Bounds for things that take milliseconds; generous so that a busy machine cannot break them.
 BOUND_S = 10.0
 STREAM_TIMEOUT_S = 60.0  # first audio of a fresh stream, with the suite running beside us
@@ -295,12 +290,12 @@ async def _until(condition: Callable[[], bool], timeout_s: float = STREAM_TIMEOU
             await asyncio.sleep(0.005)
 
 
-async def _stream(connection: Connection, first_frames: int = 1) -> None:
-    """Open a long context and wait until ``first_frames`` of its frames went out (or a send
-    blocked): the connection is mid-stream, with synthesis under way."""
+async def _stream(connection: Connection, first_frames: int = 1, text: str = LONG) -> None:
+    """Open a context (a long one by default) and wait until ``first_frames`` of its frames went
+    out (or a send blocked): the connection is mid-stream, with synthesis under way."""
     transport = connection.transport
     transport.push(type="start", context_id="a", output_format="pcm_16000", seed=1)
-    transport.push(type="text", context_id="a", text=LONG)
+    transport.push(type="text", context_id="a", text=text)
     transport.push(type="flush", context_id="a")
     await _until(
         lambda: (
@@ -429,7 +424,9 @@ def test_a_full_outbox_holds_the_rendering_until_the_client_reads_again(
             settings=RunnerSettings(write_timeout_s=600.0),
             outbox_bytes=20_000,
         )
-        await _stream(connection)  # about 40 s of speech: megabytes, rendered far ahead
+        # Seven seconds of speech (220 kB): ten times what the outbox holds, yet quick to
+        # render to its end once the client reads again.
+        await _stream(connection, text=SENTENCE)
         outbox = connection.driver.outbound
         await _until(lambda: outbox.full)
         # The stream is held: what was in flight lands, then nothing more is rendered.

@@ -1,3 +1,6 @@
+"""``voxflow`` on the command line (``voxflow.cli.main``): ``say``, ``voices``, ``chunks``,
+``normalize``, ``--version`` and ``python -m voxflow``."""
+
 from __future__ import annotations
 
 import io
@@ -109,12 +112,6 @@ def test_chunks_prints_one_segment_per_line(
     assert capsys.readouterr().out.splitlines() == expected
 
 
-def test_chunks_rejects_a_bad_schedule(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["chunks", "--schedule", "a,b"])
-    assert "comma-separated integers" in capsys.readouterr().err
-
-
 def test_normalize_prints_the_spoken_form_line_by_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -150,15 +147,3 @@ def test_python_dash_m_voxflow_runs_the_same_command_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"voxflow {metadata.version('voxflow')}"
-
-
-@pytest.mark.parametrize(
-    "argv", [["chunks", "--schedule", "50,x"], ["bench", "--concurrency", ","]]
-)
-def test_a_list_of_integers_that_is_not_one_is_a_usage_error(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2
-    assert "expected" in capsys.readouterr().err

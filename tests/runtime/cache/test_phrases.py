@@ -1,4 +1,5 @@
-"""A cached phrase, its key and its bytes (runtime.phrases), on the real voice's renderings."""
+"""A cached phrase, its key and its bytes (runtime.cache.phrases), on the real voice's
+renderings."""
 
 from __future__ import annotations
 

@@ -10,11 +10,15 @@ Each task runs in steps of bounded cost (one text stage, or one window of ``WIND
 step per pick, so that a background task holds a worker no longer than a foreground job would
 and a stream that becomes due waits for at most one step. A task's result is its future:
 where the phrase came from (``PREFETCH_*``), or the exception that stopped it.
+
+The tasks wait in a ``BackgroundQueue`` until a worker is to spare: one task runs at a time, and
+only while a worker stays free for a stream that becomes due.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -28,6 +32,7 @@ __all__ = [
     "MAX_BACKGROUND_TASKS",
     "PREFETCH_CACHED",
     "PREFETCH_RENDERED",
+    "BackgroundQueue",
     "BackgroundQueueFull",
     "BackgroundTask",
     "FillTask",
@@ -112,3 +117,55 @@ class PrefetchTask:
         self._cache.store(recording.key, recording.complete())
         self.future.set_result(PREFETCH_RENDERED)
         return True
+
+
+class BackgroundQueue:
+    """The tasks waiting for a worker to spare, at most ``MAX_BACKGROUND_TASKS``. Not
+    thread-safe: the scheduler calls it with its lock held."""
+
+    def __init__(self, workers: int) -> None:
+        self._workers = workers
+        self._tasks: deque[BackgroundTask] = deque()
+        self._running = False
+        self._closed = False
+
+    def put(self, task: BackgroundTask) -> bool:
+        """Queue ``task``; True if it was (a worker may take it now). A full or closed queue
+        fails the task's future instead."""
+        if self._closed:
+            task.future.set_exception(RuntimeError("scheduler is shut down"))
+            return False
+        if len(self._tasks) >= MAX_BACKGROUND_TASKS:
+            task.future.set_exception(
+                BackgroundQueueFull(f"{MAX_BACKGROUND_TASKS} prefetches are waiting already")
+            )
+            return False
+        self._tasks.append(task)
+        return True
+
+    def take(self, busy: int) -> BackgroundTask | None:
+        """The next task, if one may run now that ``busy`` workers run jobs: one at a time, and
+        only while a worker stays free for a stream that becomes due (with one worker: while it
+        has nothing else)."""
+        if not self._tasks or self._running or busy >= max(1, self._workers - 1):
+            return None
+        self._running = True
+        return self._tasks.popleft()
+
+    def step_done(self, task: BackgroundTask, finished: bool) -> None:
+        """A step of ``task`` (from ``take``) ran; one that is not ``finished`` goes on first
+        next time, unless the queue was closed meanwhile."""
+        self._running = False
+        if finished:
+            return
+        if self._closed:
+            task.future.set_exception(RuntimeError("scheduler is shut down"))
+        else:
+            self._tasks.appendleft(task)
+
+    def close(self) -> None:
+        """Fail every waiting task and refuse later ones (the scheduler is shutting down)."""
+        self._closed = True
+        for task in self._tasks:
+            task.future.set_exception(RuntimeError("scheduler is shut down"))
+        self._tasks.clear()
