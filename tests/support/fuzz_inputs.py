@@ -13,6 +13,7 @@ UTF-8, and every error carries a code from the catalogue.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -189,3 +190,23 @@ def assert_strict_json(frame: str | bytes) -> Any:
 
 def assert_catalogued(code: str) -> None:
     assert code in CODES, f"error code {code!r} is not in voxflow.session.errors.CODES"
+
+
+def weighted_mix(*weighted: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """Each strategy drawn about its weight's share of the time (``st.one_of`` flattens the ones
+    it is given into equal branches: a family of seven junk strategies would outnumber the
+    messages)."""
+    choices = [strategy for weight, strategy in weighted for _ in range(weight)]
+    return st.integers(0, len(choices) - 1).flatmap(lambda i: choices[i])
+
+
+class ErrorLog(logging.Handler):
+    """Every record voxflow logs at ERROR or above (an exception a protocol caught and logged, a
+    turn that ended out of order): a generated input must leave none."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)

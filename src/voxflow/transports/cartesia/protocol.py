@@ -36,6 +36,7 @@ message and no audio for five minutes (Cartesia's idle limit) closes normally.
 from __future__ import annotations
 
 import base64
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,9 +115,11 @@ class CartesiaProtocol:
         self._clock = clock
         self._context = context
         self._contexts: ContextTable[_Context] = ContextTable(clock)
-        # Errors of a context that the reader has dealt with already (a refused request or
-        # start), by id: their events must not stop a context reopened under the same id since.
-        self._settled: dict[str, int] = {}
+        # Refusals the reader has dealt with already, by id, in order: their (code, message),
+        # or None for a start the session refused (its error is the next of that id from the
+        # session). Their events must not stop a context reopened under the same id since, and
+        # an error the session reports of an older context must not be taken for one of them.
+        self._settled: dict[str, deque[tuple[str, str] | None]] = {}
         self._expired = False
 
     # -- client messages -------------------------------------------------------------------------
@@ -175,11 +178,21 @@ class CartesiaProtocol:
         """A request of context ``cid`` was refused: the error ends that context, as its
         ``done: true`` tells the client."""
         self._drop(cid)
-        self._settle(cid)
+        self._settle(cid, (error.code, error.message))
         self._session.error(cid, error.code, error.message, error.retryable)
 
-    def _settle(self, cid: str) -> None:
-        self._settled[cid] = self._settled.get(cid, 0) + 1
+    def _settle(self, cid: str, refusal: tuple[str, str] | None) -> None:
+        self._settled.setdefault(cid, deque()).append(refusal)
+
+    def _settles(self, event: ErrorOut) -> bool:
+        """``event`` is the error of a refusal the reader has dealt with: take it off the list."""
+        pending = self._settled.get(event.context_id or "")
+        if not pending or pending[0] not in (None, (event.code, event.message)):
+            return False
+        pending.popleft()
+        if not pending:
+            del self._settled[event.context_id or ""]
+        return True
 
     def _drop(self, cid: str) -> None:
         """Stop the open context ``cid``, if there is one: it is cancelled, and nothing more of
@@ -255,7 +268,7 @@ class CartesiaProtocol:
         )
         # Everything that can be refused is checked by now: an opened context is always tracked.
         if not self._session.start(cid, options, now):
-            self._settle(cid)  # the session refused it, and its error is queued
+            self._settle(cid, None)  # the session refused it, and its error is queued
             return None
         context = _Context(
             audio=audio,
@@ -336,17 +349,14 @@ class CartesiaProtocol:
             # Only contexts open in this protocol's view are ever named to the session, so this
             # is a stop that crossed the context's end (its done is queued): nothing to report.
             return Reply()
-        if cid is not None and self._settled.get(cid):
-            self._settled[cid] -= 1
-            if not self._settled[cid]:
-                del self._settled[cid]
-        elif cid is not None:
+        if cid is not None and not self._settles(event):
             if event.code == "encoding_failed":
                 # The session has dropped that context already: this error is its last event.
                 self._contexts.finish(cid)
-            else:
+            elif self._contexts.current(cid) is self._contexts.get(cid):
                 # An error of an open context (a failed segment, a full text buffer) ends it,
-                # as its ``done: true`` tells the client.
+                # as its ``done: true`` tells the client. One of an older context, closed by the
+                # reader since, leaves the context reopened under its id alone.
                 self._drop(cid)
         return Reply([dump(socket_error(cid, event.code, event.message))])
 
