@@ -52,6 +52,9 @@ class ServerSettings:
     max_lead_s: float = 20.0  # a stream this far ahead of its client's playback waits
     sentence_pause_ms: float = 250.0  # silence between a sentence's end and the next one's speech
     lexicon_path: Path | None = None  # server-wide pronunciation lexicon (word<TAB>respelling)
+    # Where ElevenLabs' pronunciation dictionaries are kept (server/dictionaries.py); replicas
+    # that share it share them. None: the dictionary endpoints answer dictionaries_disabled.
+    dictionaries_dir: Path | None = None
     wyoming_uri: str | None = None  # e.g. tcp://0.0.0.0:10200 to also serve Wyoming (off)
     # On SIGTERM: how long live connections may take to finish before they are cut off.
     drain_s: float = 10.0
@@ -232,6 +235,7 @@ class ServerSettings:
             if field.name in (
                 "voices_dir",
                 "lexicon_path",
+                "dictionaries_dir",
                 "api_keys_file",
                 "ssl_certfile",
                 "ssl_keyfile",

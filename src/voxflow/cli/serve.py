@@ -35,6 +35,13 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--lexicon", type=Path, dest="lexicon_path", help="server-wide pronunciation lexicon"
     )
     serve_cmd.add_argument(
+        "--dictionaries-dir",
+        type=Path,
+        dest="dictionaries_dir",
+        help="directory that keeps pronunciation dictionaries (ElevenLabs' API); replicas may "
+        "share it (default: none, dictionaries disabled)",
+    )
+    serve_cmd.add_argument(
         "--wyoming",
         dest="wyoming_uri",
         metavar="URI",
@@ -257,6 +264,7 @@ def serve(args: argparse.Namespace) -> int:
         idle_flush_s=args.idle_flush_s,
         wyoming_uri=args.wyoming_uri,
         lexicon_path=args.lexicon_path,
+        dictionaries_dir=args.dictionaries_dir,
         max_streams=args.max_streams,
         max_load=args.max_load,
         drain_s=args.drain_s,

@@ -15,6 +15,7 @@ from voxflow.connection.driver import SessionDriver
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.connection.runner import RunnerSettings
 from voxflow.session.admission import Admission
+from voxflow.session.dictionaries import DictionaryStore
 from voxflow.session.options import StartOptions
 
 __all__ = ["Gateway", "GatewayAccess"]
@@ -34,6 +35,8 @@ class Gateway:
     # Queue a text's engine requests as phrase cache prefetches: one future each. A refused
     # text raises its ``SessionError``.
     prefetch: Callable[[StartOptions, str], list[Future[str]]]
+    # Pronunciation dictionaries by owner (transports.owner); None: the server keeps none.
+    dictionaries: DictionaryStore | None = None
 
 
 GatewayAccess = Callable[[], Gateway | None]

@@ -25,9 +25,13 @@ bodies pass as they are. For each HTTP request and WebSocket handshake, in this 
 ``/healthz`` and ``/readyz`` skip every check (probes address a pod by IP and carry no key; they
 reveal nothing); the demo page (``/``, ``/static/``) needs no key but passes the Host check.
 
+A request that passes with a key carries the key's owner name in its scope
+(``transports.owner``), which keeps one key's pronunciation dictionaries from another's.
+
 A refused HTTP request gets the error object of the protocol its path belongs to: OpenAI's for
-``/v1/audio/`` and ``/v1/models``, ElevenLabs' ``{"detail": ...}`` for ``/v1/text-to-speech/``
-and the voices, Cartesia's for ``/tts/``, Deepgram's for ``/v1/speak``,
+``/v1/audio/`` and ``/v1/models``, ElevenLabs' ``{"detail": ...}`` for ``/v1/text-to-speech/``,
+the voices and the pronunciation dictionaries, Cartesia's for ``/tts/``, Deepgram's for
+``/v1/speak``,
 ``{"error": {"code", "message"}}`` elsewhere. A refused WebSocket is never accepted: the
 handshake is answered with the same status and body (ASGI's ``websocket.http.response``
 extension, which uvicorn has); a server without it answers a plain 403.
@@ -55,6 +59,7 @@ from voxflow.transports.cartesia.errors import http_error as cartesia_error
 from voxflow.transports.deepgram.errors import http_error as deepgram_error
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.openai.errors import openai_error
+from voxflow.transports.owner import OWNER_SCOPE_KEY
 
 __all__ = [
     "DEMO_HEADERS",
@@ -204,6 +209,19 @@ class AccessPolicy:
                 valid |= hmac.compare_digest(digest, key)
         return valid
 
+    def owner(self, scope: Scope) -> str:
+        """The owner name of the request's valid key (``transports.owner``), ``""`` without
+        keys: a digest of the key under a label of its own, so it is not the digest the keys
+        are checked by, and the same on every replica."""
+        if not self.key_digests:
+            return ""
+        candidates = _key_candidates(Headers(scope=scope), scope.get("query_string", b""))
+        for candidate in candidates:
+            if self.key_valid((candidate,)):
+                label = b"voxflow owner\0" + candidate.encode("utf-8", "surrogateescape")
+                return hashlib.sha256(label).hexdigest()[:32]
+        return ""
+
     def refusal(self, scope: Scope) -> SessionError | None:
         """Why this request or handshake is refused, or None."""
         headers = Headers(scope=scope)
@@ -263,7 +281,9 @@ def _error_body(path: str, error: SessionError) -> tuple[int, bytes]:
     if path.startswith(("/v1/audio/", "/v1/models")):
         openai = openai_error(error.code, error.message)
         return openai.status, json.dumps(openai.body, allow_nan=False).encode()
-    if path.startswith(("/v1/text-to-speech/", "/v1/voices", "/v2/voices")):
+    if path.startswith(
+        ("/v1/text-to-speech/", "/v1/voices", "/v2/voices", "/v1/pronunciation-dictionaries")
+    ):
         eleven = http_error(error.code, error.message)
         return eleven.status, json.dumps(eleven.body, allow_nan=False).encode()
     if path.startswith("/tts/"):
@@ -323,6 +343,8 @@ class SecurityMiddleware:
             return
         if scope["type"] == "http" and _demo_path(scope["path"]):
             send = _with_headers(send, DEMO_HEADERS)
+        elif self.policy.key_digests:
+            scope = {**scope, OWNER_SCOPE_KEY: self.policy.owner(scope)}
         await self.app(scope, receive, send)
 
 

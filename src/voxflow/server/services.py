@@ -23,6 +23,7 @@ from voxflow.runtime.cache.phrase_cache import CacheSettings, PhraseCache
 from voxflow.runtime.cache.redis_tier import RedisTier, RedisTierSettings
 from voxflow.runtime.scheduler import Scheduler
 from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.server.dictionaries import DirectoryDictionaryStore
 from voxflow.server.metrics import ServerMetrics
 from voxflow.server.warm import Warmup
 from voxflow.session.admission import Admission, AdmissionSettings
@@ -57,6 +58,8 @@ class Services:
     # The phrase cache (None: --cache-bytes 0) and its start-up warming (``--warm``).
     cache: PhraseCache | None = None
     warmup: Warmup | None = None
+    # ElevenLabs' pronunciation dictionaries (None: no --dictionaries-dir).
+    dictionaries: DirectoryDictionaryStore | None = None
     # Set when a shutdown's drain time is over: every connection's runner ends it with its
     # protocol's last words (``WireProtocol.shutdown``).
     stopping: StopSignal = field(default_factory=StopSignal)
@@ -132,6 +135,9 @@ class Services:
             admission,
             cache,
             warmup,
+            None
+            if settings.dictionaries_dir is None
+            else DirectoryDictionaryStore(settings.dictionaries_dir),
         )
         if warmup is not None:
             warmup.start(services.prefetch)
@@ -178,6 +184,7 @@ class Services:
             new_driver=self.new_driver,
             new_request_driver=self.new_request_driver,
             prefetch=self.prefetch,
+            dictionaries=self.dictionaries,
         )
 
     def new_driver(self, protocol: str, max_contexts: int | None = None) -> SessionDriver:

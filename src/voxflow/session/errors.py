@@ -100,6 +100,19 @@ CODES: Mapping[str, ErrorCode] = MappingProxyType(
         "forbidden_host": ErrorCode(
             "a Host header the server does not answer to (DNS rebinding; --allowed-host)"
         ),
+        # -- pronunciation dictionaries (session/dictionaries.py) --------------------------------
+        "unknown_dictionary": ErrorCode(
+            "a pronunciation dictionary or version id the caller's API key does not have"
+        ),
+        "invalid_dictionary": ErrorCode(
+            "a PLS file or rule list that cannot be read or spoken (the message says why)"
+        ),
+        "dictionary_limit": ErrorCode(
+            "more dictionaries, versions or rules than the server keeps for one API key"
+        ),
+        "dictionaries_disabled": ErrorCode(
+            "a dictionary request to a server started without --dictionaries-dir"
+        ),
     }
 )
 

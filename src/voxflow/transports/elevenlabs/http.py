@@ -19,7 +19,9 @@ surface the message.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
@@ -30,10 +32,13 @@ from voxflow.connection.gateway import Gateway
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceInfo, VoiceSettings
 from voxflow.session import options
+from voxflow.session.dictionaries import Locator, locators_lexicon
 from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
+from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.transports.elevenlabs.alignment import ChunkAlignment
+from voxflow.transports.elevenlabs.dictionaries import parse_locators
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
 from voxflow.transports.http_response import speak_request
@@ -43,6 +48,11 @@ from voxflow.transports.request_protocol import RequestProtocol
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
 ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
+
+
+def no_dictionaries(locators: Sequence[Locator]) -> Lexicon | None:
+    """The lexicon of a request's locators where no store is at hand (protocol tests)."""
+    return locators_lexicon(None, "", locators)
 
 
 def error_response(error: SessionError) -> JSONResponse:
@@ -202,7 +212,9 @@ class SpeechBody(RequestBody):
     language_code: str | None = None  # the voice decides the language
     voice_settings: dict[str, Any] | None = None
     seed: int | None = None  # 0 to 4,294,967,295 (options.voice_settings)
-    # Request stitching and pronunciation dictionaries have no equivalent here.
+    # Dictionaries of this server (transports.elevenlabs.dictionaries), applied in order.
+    pronunciation_dictionary_locators: list[Any] | None = None
+    # Request stitching has no equivalent here.
     previous_text: str | None = None
     next_text: str | None = None
     apply_text_normalization: str | None = None
@@ -217,12 +229,18 @@ class TtsPlan:
     output_format: OutputFormat
     settings: VoiceSettings
     normalization: NormalizationMode
+    lexicon: Lexicon | None = None  # of the request's pronunciation dictionaries
 
 
 def plan(
-    context: ProtocolContext, voice_id: str, body: SpeechBody, output_format: str | None
+    context: ProtocolContext,
+    voice_id: str,
+    body: SpeechBody,
+    output_format: str | None,
+    dictionaries: Callable[[Sequence[Locator]], Lexicon | None] = no_dictionaries,
 ) -> TtsPlan:
-    """Check a request (no I/O); ``SessionError`` if it is refused."""
+    """Check a request; ``SessionError`` if it is refused. ``dictionaries`` gives the lexicon
+    of the request's locators (it may read the dictionary store)."""
     body = body.checked()
     fmt = check_output_format(output_format)
     voice_name = resolve_voice_id(context, voice_id)
@@ -231,7 +249,8 @@ def plan(
     options.check_text(body.text, context.max_message_chars)
     # Cleaned before anything uses it: the alignment's characters are the text's.
     text = options.clean_text(body.text)
-    return TtsPlan(text, voice_name, fmt, settings, normalization)
+    lexicon = dictionaries(parse_locators(body.pronunciation_dictionary_locators))
+    return TtsPlan(text, voice_name, fmt, settings, normalization, lexicon)
 
 
 async def text_to_speech(
@@ -241,10 +260,18 @@ async def text_to_speech(
     output_format: str | None,
     stream: bool,
     timestamps: bool,
+    owner: str = "",
 ) -> Response:
-    """The four ``/v1/text-to-speech/{voice_id}...`` endpoints."""
+    """The four ``/v1/text-to-speech/{voice_id}...`` endpoints; ``owner`` (``transports.owner``)
+    is whose pronunciation dictionaries the request may name."""
     try:
-        checked = plan(gateway.context, voice_id, body, output_format)
+        checked = plan(
+            gateway.context,
+            voice_id,
+            body,
+            output_format,
+            partial(locators_lexicon, gateway.dictionaries, owner),
+        )
     except SessionError as error:
         return error_response(error)
     start = StartOptions(
@@ -252,6 +279,7 @@ async def text_to_speech(
         output_format=checked.output_format.name,
         settings=checked.settings,
         normalization=checked.normalization,
+        lexicon=checked.lexicon,
     )
     protocol: RequestProtocol
     if not timestamps:

@@ -9,8 +9,9 @@ Client messages (JSON text frames):
 
 * the first message of a context opens it: ``{"text": " ", "voice_settings": {...},
   "generation_config": {"chunk_length_schedule": [...]}}`` (plus ``"context_id"`` on
-  multi-stream); only ``voice_settings.speed`` changes the voice; API keys in any spelling are
-  accepted and ignored;
+  multi-stream); only ``voice_settings.speed`` changes the voice;
+  ``pronunciation_dictionary_locators`` (up to 3, this server's dictionaries) become the
+  context's lexicon; API keys in any spelling are accepted and ignored;
 * ``{"text": "Hello ", "flush": false, "try_trigger_generation": true}`` appends text (the
   segmenter already cuts as early as the schedule allows, so ``try_trigger_generation`` changes
   nothing); ``"flush": true`` then synthesizes everything buffered. A message that starts a
@@ -43,12 +44,13 @@ default, at most 180) closes with ``input_timeout_exceeded``.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.connection.wire import Close, Reply
+from voxflow.session.dictionaries import Locator
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -61,13 +63,15 @@ from voxflow.session.events import (
 )
 from voxflow.session.options import StartOptions, clean_text
 from voxflow.session.session import Session
+from voxflow.text.lexicon import Lexicon
 from voxflow.text.messages import separate_sentences
 from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
 from voxflow.transports.contexts import ContextTable
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.alignment import CharAligner, ChunkAlignment
+from voxflow.transports.elevenlabs.dictionaries import parse_locators
 from voxflow.transports.elevenlabs.errors import socket_error
-from voxflow.transports.elevenlabs.http import ws_alignment
+from voxflow.transports.elevenlabs.http import no_dictionaries, ws_alignment
 from voxflow.transports.elevenlabs.query import (
     DEFAULT_INACTIVITY_S,
     ConnectionOptions,
@@ -106,8 +110,11 @@ class ElevenLabsProtocol:
         voice_id: str,
         query: Mapping[str, str],
         multi: bool,
+        dictionaries: Callable[[Sequence[Locator]], Lexicon | None] = no_dictionaries,
     ) -> None:
         self._clock = clock
+        # The lexicon of a context's pronunciation_dictionary_locators (the route's store).
+        self._dictionaries = dictionaries
         self._session = session
         self._multi = multi
         self._max_contexts = driver_contexts(context, multi)
@@ -234,6 +241,9 @@ class ElevenLabsProtocol:
             chunk_length_schedule=self._schedule(message.get("generation_config")),
             auto_mode=self.options.auto_mode,
             normalization=self.options.normalization,
+            lexicon=self._dictionaries(
+                parse_locators(message.get("pronunciation_dictionary_locators"))
+            ),
         )
         if not self._session.start(cid, options, now):
             return None

@@ -3,6 +3,7 @@ HTTP routes (``voxflow.transports.elevenlabs.http``)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -11,12 +12,15 @@ from starlette.websockets import WebSocket
 
 from voxflow.connection.gateway import Gateway, GatewayAccess
 from voxflow.connection.runner import run_connection
+from voxflow.session.dictionaries import locators_lexicon
 from voxflow.session.errors import SessionError
 from voxflow.transports.close_codes import TRY_AGAIN_LATER
+from voxflow.transports.elevenlabs import dictionaries as elevenlabs_dictionaries
 from voxflow.transports.elevenlabs import errors as elevenlabs_errors
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.http import SpeechBody, error_response
 from voxflow.transports.elevenlabs.protocol import ElevenLabsProtocol, driver_contexts
+from voxflow.transports.owner import scope_owner
 from voxflow.transports.websocket import refuse_while_draining, websocket_transport
 
 __all__ = ["mount_elevenlabs", "serve_elevenlabs"]
@@ -32,7 +36,13 @@ async def serve_elevenlabs(
     await websocket.accept()
     driver = gateway.new_driver("elevenlabs_ws", driver_contexts(gateway.context, multi))
     protocol = ElevenLabsProtocol(
-        driver.session, driver.now, gateway.context, voice_id, websocket.query_params, multi
+        driver.session,
+        driver.now,
+        gateway.context,
+        voice_id,
+        websocket.query_params,
+        multi,
+        partial(locators_lexicon, gateway.dictionaries, scope_owner(websocket.scope)),
     )
     await run_connection(driver, protocol, websocket_transport(websocket), gateway.runner_settings)
 
@@ -62,7 +72,13 @@ def mount_elevenlabs(app: FastAPI, gateway_of: GatewayAccess) -> None:
         # is answered in ElevenLabs' shape too (FastAPI's is a 422 of its own).
         body = SpeechBody.model_validate(await request.body())
         return await elevenlabs_http.text_to_speech(
-            gateway, voice_id, body, output_format, stream, timestamps
+            gateway,
+            voice_id,
+            body,
+            output_format,
+            stream,
+            timestamps,
+            scope_owner(request.scope),
         )
 
     # The body's schema for the API docs, since FastAPI does not read it.
@@ -112,6 +128,80 @@ def mount_elevenlabs(app: FastAPI, gateway_of: GatewayAccess) -> None:
         if gateway is None:
             return starting()
         return elevenlabs_http.voice(gateway.context, voice_id)
+
+    # -- pronunciation dictionaries (elevenlabs_dictionaries) ---------------------------------
+
+    dictionaries = "/v1/pronunciation-dictionaries"
+
+    @app.post(f"{dictionaries}/add-from-file")
+    async def add_from_file(request: Request) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.add_from_file(
+            gateway,
+            scope_owner(request.scope),
+            request.headers.get("content-type"),
+            await request.body(),
+        )
+
+    @app.post(f"{dictionaries}/add-from-rules")
+    async def add_from_rules(request: Request) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.add_from_rules(
+            gateway, scope_owner(request.scope), await request.body()
+        )
+
+    @app.get(dictionaries)
+    async def list_dictionaries(
+        request: Request, cursor: str | None = None, page_size: int | None = None
+    ) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.list_dictionaries(
+            gateway, scope_owner(request.scope), cursor, page_size
+        )
+
+    @app.get(f"{dictionaries}/{{dictionary_id}}")
+    async def get_dictionary(request: Request, dictionary_id: str) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.get_dictionary(
+            gateway, scope_owner(request.scope), dictionary_id
+        )
+
+    @app.get(f"{dictionaries}/{{dictionary_id}}/{{version_id}}/download")
+    async def download_dictionary(
+        request: Request, dictionary_id: str, version_id: str
+    ) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.download(
+            gateway, scope_owner(request.scope), dictionary_id, version_id
+        )
+
+    @app.post(f"{dictionaries}/{{dictionary_id}}/add-rules")
+    async def add_rules(request: Request, dictionary_id: str) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.add_rules(
+            gateway, scope_owner(request.scope), dictionary_id, await request.body()
+        )
+
+    @app.post(f"{dictionaries}/{{dictionary_id}}/remove-rules")
+    async def remove_rules(request: Request, dictionary_id: str) -> Response:
+        gateway = gateway_of()
+        if gateway is None:
+            return starting()
+        return await elevenlabs_dictionaries.remove_rules(
+            gateway, scope_owner(request.scope), dictionary_id, await request.body()
+        )
 
     async def serve(websocket: WebSocket, voice_id: str, multi: bool) -> None:
         gateway = gateway_of()
