@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from voxflow.text.chunking import ChunkingConfig, Strategy
-from voxflow.text.lexicon import Lexicon
+from voxflow.text.lexicon_file import read_lexicon_file
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 
 __all__ = [
@@ -57,7 +57,7 @@ def add_normalization_options(parser: argparse.ArgumentParser) -> None:
 
 
 def normalizer(args: argparse.Namespace) -> Normalizer:
-    return Normalizer(None if args.lexicon is None else Lexicon.from_file(args.lexicon))
+    return Normalizer(None if args.lexicon is None else read_lexicon_file(args.lexicon))
 
 
 def chunking(args: argparse.Namespace) -> ChunkingConfig:

@@ -32,7 +32,10 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--idle-flush", type=float, dest="idle_flush_s", help="flush text idle this many seconds"
     )
     serve_cmd.add_argument(
-        "--lexicon", type=Path, dest="lexicon_path", help="server-wide pronunciation lexicon"
+        "--lexicon",
+        type=Path,
+        dest="lexicon_path",
+        help="server-wide pronunciation lexicon: word<TAB>respelling lines, or a PLS file",
     )
     serve_cmd.add_argument(
         "--dictionaries-dir",

@@ -32,7 +32,7 @@ from voxflow.session.events import ErrorOut, PrefetchSegment
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 from voxflow.text.chunking import ChunkingConfig
-from voxflow.text.lexicon import Lexicon
+from voxflow.text.lexicon_file import read_lexicon_file
 from voxflow.text.normalize.normalizer import Normalizer
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class Services:
                 cache.stats, shared.stats if isinstance(shared, RedisTier) else None
             )
         lexicon = (
-            None if settings.lexicon_path is None else Lexicon.from_file(settings.lexicon_path)
+            None if settings.lexicon_path is None else read_lexicon_file(settings.lexicon_path)
         )
         encoder_pool = EncoderPool(settings.worker_threads)
         admission = Admission(

@@ -13,7 +13,7 @@ transports reach it through the ``Gateway`` and answer in their own shapes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,12 +23,15 @@ from voxflow.text.pls import MAX_RULES, PronunciationRule
 
 __all__ = [
     "MAX_LOCATORS",
+    "Dictionaries",
     "DictionaryInfo",
     "DictionaryLimits",
     "DictionaryStore",
     "Locator",
     "VersionInfo",
     "locators_lexicon",
+    "no_dictionaries",
+    "parse_locators",
 ]
 
 MAX_LOCATORS = 3  # ElevenLabs' limit of dictionaries per request
@@ -110,6 +113,16 @@ class DictionaryStore(Protocol):
         ...
 
 
+# What a protocol asks of the server's dictionaries: the lexicon of a request's locators (None
+# for none), for the connection's owner; ``SessionError`` for an unknown one.
+Dictionaries = Callable[[Sequence[Locator]], Lexicon | None]
+
+
+def no_dictionaries(locators: Sequence[Locator]) -> Lexicon | None:
+    """The dictionaries of a protocol built without a store (its unit tests): none."""
+    return locators_lexicon(None, "", locators)
+
+
 def locators_lexicon(
     store: DictionaryStore | None, owner: str, locators: Sequence[Locator]
 ) -> Lexicon | None:
@@ -133,3 +146,27 @@ def locators_lexicon(
     for earlier in reversed(lexicons[:-1]):
         merged = merged.merged(earlier)
     return merged
+
+
+def parse_locators(raw: object, code: str = "invalid_request") -> tuple[Locator, ...]:
+    """``pronunciation_dictionary_locators``: a list of ``{"pronunciation_dictionary_id",
+    "version_id"}`` (``version_id`` optional: the latest); absent or null is none. Refused with
+    ``code`` (the protocol's name for a bad request or message)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SessionError(code, "pronunciation_dictionary_locators must be a list")
+    locators = []
+    for number, item in enumerate(raw):
+        where = f"pronunciation_dictionary_locators[{number}]"
+        if not isinstance(item, dict) or not isinstance(
+            item.get("pronunciation_dictionary_id"), str
+        ):
+            raise SessionError(
+                code, f"{where} must be an object with a pronunciation_dictionary_id"
+            )
+        version = item.get("version_id")
+        if version is not None and not isinstance(version, str):
+            raise SessionError(code, f"{where}.version_id must be a string")
+        locators.append(Locator(item["pronunciation_dictionary_id"], version))
+    return tuple(locators)

@@ -2,10 +2,11 @@
 
 The WebSocket's generation requests and ``POST /tts/bytes`` share them: ``voice``,
 ``output_format``, the speed (``generation_config.speed``, the older ``speed`` and
-``voice.__experimental_controls.speed``) and, over HTTP, ``normalization``. Types and Cartesia's
-own ranges are checked here; voice lookup and voxflow's ranges are ``voxflow.session.options``'.
-Fields voxflow has no use for (``model_id``, ``language``, ``generation_config.volume`` and
-``emotion``, ``pronunciation_dict_id``) are not read at all.
+``voice.__experimental_controls.speed``), ``pronunciation_dict_id`` (one of the server's
+pronunciation dictionaries) and, over HTTP, ``normalization``. Types and Cartesia's own ranges
+are checked here; voice lookup and voxflow's ranges are ``voxflow.session.options``'. Fields
+voxflow has no use for (``model_id``, ``language``, ``generation_config.volume`` and ``emotion``)
+are not read at all.
 
 Voices: Cartesia voice ids are UUIDs; a client written for Cartesia carries ids of voices that do
 not exist here, so an id of that shape selects the default voice (as ElevenLabs' 20-character ids
@@ -31,7 +32,9 @@ from voxflow.audio.formats import SUPPORTED_FORMATS, Codec, OutputFormat, parse_
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
 from voxflow.session import options
+from voxflow.session.dictionaries import Dictionaries, Locator
 from voxflow.session.errors import SessionError
+from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode
 
 __all__ = [
@@ -224,3 +227,13 @@ def normalization(raw: object) -> NormalizationMode:
     if not isinstance(raw, str):
         raise SessionError("invalid_message", "normalization must be a string")
     return NormalizationMode.OFF if raw.lower() == "off" else NormalizationMode.AUTO
+
+
+def dictionary_lexicon(raw: object, dictionaries: Dictionaries) -> Lexicon | None:
+    """``pronunciation_dict_id``: one of the server's pronunciation dictionaries, at its latest
+    version, as the request's lexicon (None: no such field)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise SessionError("invalid_message", "pronunciation_dict_id must be a string")
+    return dictionaries((Locator(raw),))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
@@ -21,9 +22,11 @@ from voxflow.connection.gateway import Gateway
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceSettings
 from voxflow.session import options
+from voxflow.session.dictionaries import Dictionaries, locators_lexicon, no_dictionaries
 from voxflow.session.errors import SessionError
 from voxflow.session.events import AudioOut
 from voxflow.session.options import StartOptions
+from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import http_error
@@ -68,10 +71,14 @@ class BytesPlan:
     audio: fields.AudioFormat
     settings: VoiceSettings
     normalization: NormalizationMode
+    lexicon: Lexicon | None  # of its pronunciation_dict_id
 
 
-def plan(context: ProtocolContext, body: BytesBody) -> BytesPlan:
-    """Check a request (no I/O); ``SessionError`` if it is refused."""
+def plan(
+    context: ProtocolContext, body: BytesBody, dictionaries: Dictionaries = no_dictionaries
+) -> BytesPlan:
+    """Check a request; ``SessionError`` if it is refused. ``dictionaries`` gives the lexicon of
+    its ``pronunciation_dict_id`` (it may read the dictionary store)."""
     body = body.checked()
     audio = fields.audio_format(body.output_format, fields.HTTP_CONTAINERS)
     voice = fields.resolve_voice(context, body.voice)
@@ -80,7 +87,8 @@ def plan(context: ProtocolContext, body: BytesBody) -> BytesPlan:
     )
     mode = fields.normalization(body.normalization)
     options.check_text(body.transcript, context.max_message_chars)
-    return BytesPlan(options.clean_text(body.transcript), voice, audio, settings, mode)
+    lexicon = fields.dictionary_lexicon(body.pronunciation_dict_id, dictionaries)
+    return BytesPlan(options.clean_text(body.transcript), voice, audio, settings, mode, lexicon)
 
 
 class TtsBytes(RequestProtocol):
@@ -100,10 +108,12 @@ class TtsBytes(RequestProtocol):
         return ErrorAnswer.json(answer.status, answer.body)
 
 
-async def tts_bytes(gateway: Gateway, body: BytesBody) -> Response:
-    """``POST /tts/bytes``."""
+async def tts_bytes(gateway: Gateway, body: BytesBody, owner: str) -> Response:
+    """``POST /tts/bytes`` of ``owner`` (``voxflow.transports.owner``)."""
     try:
-        checked = plan(gateway.context, body)
+        checked = plan(
+            gateway.context, body, partial(locators_lexicon, gateway.dictionaries, owner)
+        )
     except SessionError as error:
         return error_response(error)
     start = StartOptions(
@@ -111,5 +121,6 @@ async def tts_bytes(gateway: Gateway, body: BytesBody) -> Response:
         output_format=checked.audio.name,
         settings=checked.settings,
         normalization=checked.normalization,
+        lexicon=checked.lexicon,
     )
     return speak_request(gateway, "cartesia_http", start, checked.text, TtsBytes(checked.audio))

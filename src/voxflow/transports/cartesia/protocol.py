@@ -43,6 +43,7 @@ from typing import Any
 
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.connection.wire import Close, Reply
+from voxflow.session.dictionaries import Dictionaries, no_dictionaries
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -109,11 +110,16 @@ class CartesiaProtocol:
     failure_close = FAILURE_CLOSE
 
     def __init__(
-        self, session: Session, clock: Callable[[], float], context: ProtocolContext
+        self,
+        session: Session,
+        clock: Callable[[], float],
+        context: ProtocolContext,
+        dictionaries: Dictionaries = no_dictionaries,
     ) -> None:
         self._session = session
         self._clock = clock
         self._context = context
+        self._dictionaries = dictionaries  # pronunciation_dict_id's (the connection's owner's)
         self._contexts: ContextTable[_Context] = ContextTable(clock)
         # Refusals the reader has dealt with already, by id, in order: their (code, message),
         # or None for a start the session refused (its error is the next of that id from the
@@ -265,6 +271,9 @@ class CartesiaProtocol:
             voice=fields.resolve_voice(self._context, message.get("voice")),
             output_format=audio.name,
             settings=fields.speed_settings(message),
+            lexicon=fields.dictionary_lexicon(
+                message.get("pronunciation_dict_id"), self._dictionaries
+            ),
         )
         # Everything that can be refused is checked by now: an opened context is always tracked.
         if not self._session.start(cid, options, now):

@@ -8,6 +8,7 @@ HTTP API and LiveKit's plugin, ``ws://HOST:PORT`` as the SDK's ``websocket_base_
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,12 +17,14 @@ from starlette.websockets import WebSocket
 
 from voxflow.connection.gateway import Gateway, GatewayAccess
 from voxflow.connection.runner import run_connection
+from voxflow.session.dictionaries import locators_lexicon
 from voxflow.session.errors import SessionError
 from voxflow.transports.cartesia import errors as cartesia_errors
 from voxflow.transports.cartesia import http as cartesia_http
 from voxflow.transports.cartesia.http import BytesBody, error_response
 from voxflow.transports.cartesia.protocol import CartesiaProtocol
 from voxflow.transports.close_codes import TRY_AGAIN_LATER
+from voxflow.transports.owner import scope_owner
 from voxflow.transports.websocket import refuse_while_draining, websocket_transport
 
 __all__ = ["mount_cartesia", "serve_cartesia"]
@@ -34,7 +37,12 @@ async def serve_cartesia(websocket: WebSocket, gateway: Gateway) -> None:
         return
     await websocket.accept()
     driver = gateway.new_driver("cartesia_ws", None)
-    protocol = CartesiaProtocol(driver.session, driver.now, gateway.context)
+    protocol = CartesiaProtocol(
+        driver.session,
+        driver.now,
+        gateway.context,
+        partial(locators_lexicon, gateway.dictionaries, scope_owner(websocket.scope)),
+    )
     await run_connection(driver, protocol, websocket_transport(websocket), gateway.runner_settings)
 
 
@@ -60,7 +68,7 @@ def mount_cartesia(app: FastAPI, gateway_of: GatewayAccess) -> None:
                 SessionError("service_unavailable", "the server is still starting")
             )
         body = BytesBody.model_validate(await request.body())
-        return await cartesia_http.tts_bytes(gateway, body)
+        return await cartesia_http.tts_bytes(gateway, body, scope_owner(request.scope))
 
     @app.websocket("/tts/websocket")
     async def tts_websocket(websocket: WebSocket) -> None:

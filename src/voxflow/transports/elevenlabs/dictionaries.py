@@ -24,7 +24,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response
 
 from voxflow.connection.gateway import Gateway
-from voxflow.session.dictionaries import DictionaryInfo, DictionaryStore, Locator
+from voxflow.session.dictionaries import DictionaryInfo, DictionaryStore
 from voxflow.session.errors import SessionError
 from voxflow.text.pls import (
     PronunciationRule,
@@ -45,7 +45,6 @@ __all__ = [
     "download",
     "get_dictionary",
     "list_dictionaries",
-    "parse_locators",
     "parse_rules",
     "remove_rules",
 ]
@@ -108,29 +107,6 @@ def parse_rules(raw: object, max_rules: int) -> tuple[PronunciationRule, ...]:
             raise SessionError("invalid_dictionary", f"{where}: {error}") from None
         rules.append(rule)
     return tuple(rules)
-
-
-def parse_locators(raw: object) -> tuple[Locator, ...]:
-    """``pronunciation_dictionary_locators``: a list of ``{"pronunciation_dictionary_id",
-    "version_id"}`` (``version_id`` optional: the latest); absent or null is none."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise SessionError("invalid_request", "pronunciation_dictionary_locators must be a list")
-    locators = []
-    for number, item in enumerate(raw):
-        where = f"pronunciation_dictionary_locators[{number}]"
-        if not isinstance(item, dict) or not isinstance(
-            item.get("pronunciation_dictionary_id"), str
-        ):
-            raise SessionError(
-                "invalid_request", f"{where} must be an object with a pronunciation_dictionary_id"
-            )
-        version = item.get("version_id")
-        if version is not None and not isinstance(version, str):
-            raise SessionError("invalid_request", f"{where}.version_id must be a string")
-        locators.append(Locator(item["pronunciation_dictionary_id"], version))
-    return tuple(locators)
 
 
 # -- JSON out -------------------------------------------------------------------------------------

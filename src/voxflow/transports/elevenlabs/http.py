@@ -19,7 +19,6 @@ surface the message.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -32,13 +31,17 @@ from voxflow.connection.gateway import Gateway
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceInfo, VoiceSettings
 from voxflow.session import options
-from voxflow.session.dictionaries import Locator, locators_lexicon
+from voxflow.session.dictionaries import (
+    Dictionaries,
+    locators_lexicon,
+    no_dictionaries,
+    parse_locators,
+)
 from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.transports.elevenlabs.alignment import ChunkAlignment
-from voxflow.transports.elevenlabs.dictionaries import parse_locators
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
 from voxflow.transports.http_response import speak_request
@@ -48,11 +51,6 @@ from voxflow.transports.request_protocol import RequestProtocol
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
 ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
-
-
-def no_dictionaries(locators: Sequence[Locator]) -> Lexicon | None:
-    """The lexicon of a request's locators where no store is at hand (protocol tests)."""
-    return locators_lexicon(None, "", locators)
 
 
 def error_response(error: SessionError) -> JSONResponse:
@@ -237,7 +235,7 @@ def plan(
     voice_id: str,
     body: SpeechBody,
     output_format: str | None,
-    dictionaries: Callable[[Sequence[Locator]], Lexicon | None] = no_dictionaries,
+    dictionaries: Dictionaries = no_dictionaries,
 ) -> TtsPlan:
     """Check a request; ``SessionError`` if it is refused. ``dictionaries`` gives the lexicon
     of the request's locators (it may read the dictionary store)."""

@@ -44,13 +44,13 @@ default, at most 180) closes with ``input_timeout_exceeded``.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.connection.wire import Close, Reply
-from voxflow.session.dictionaries import Locator
+from voxflow.session.dictionaries import Dictionaries, no_dictionaries, parse_locators
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -63,15 +63,13 @@ from voxflow.session.events import (
 )
 from voxflow.session.options import StartOptions, clean_text
 from voxflow.session.session import Session
-from voxflow.text.lexicon import Lexicon
 from voxflow.text.messages import separate_sentences
 from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
 from voxflow.transports.contexts import ContextTable
 from voxflow.transports.elevenlabs import http as elevenlabs_http
 from voxflow.transports.elevenlabs.alignment import CharAligner, ChunkAlignment
-from voxflow.transports.elevenlabs.dictionaries import parse_locators
 from voxflow.transports.elevenlabs.errors import socket_error
-from voxflow.transports.elevenlabs.http import no_dictionaries, ws_alignment
+from voxflow.transports.elevenlabs.http import ws_alignment
 from voxflow.transports.elevenlabs.query import (
     DEFAULT_INACTIVITY_S,
     ConnectionOptions,
@@ -110,7 +108,7 @@ class ElevenLabsProtocol:
         voice_id: str,
         query: Mapping[str, str],
         multi: bool,
-        dictionaries: Callable[[Sequence[Locator]], Lexicon | None] = no_dictionaries,
+        dictionaries: Dictionaries = no_dictionaries,
     ) -> None:
         self._clock = clock
         # The lexicon of a context's pronunciation_dictionary_locators (the route's store).

@@ -8,10 +8,11 @@ gets an ``error`` event and the connection stays usable.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from voxflow.connection.wire import Close, Reply
+from voxflow.session.dictionaries import Dictionaries, parse_locators
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -123,10 +124,19 @@ class NativeProtocol:
     stall_close = STALL_CLOSE
     failure_close = FAILURE_CLOSE
 
-    def __init__(self, session: Session, clock: Callable[[], float], binary: bool) -> None:
+    def __init__(
+        self,
+        session: Session,
+        clock: Callable[[], float],
+        binary: bool,
+        dictionaries: Dictionaries | None = None,
+    ) -> None:
         self._session = session
         self._clock = clock
         self._binary = binary
+        # The lexicon of a context's pronunciation_dictionary_locators (the server's store,
+        # for the connection's API key; None: a server without dictionaries).
+        self._dictionaries = dictionaries
 
     def receive(self, frame: str | bytes) -> None:
         """Apply one client frame to the session (errors become ``error`` events)."""
@@ -149,12 +159,30 @@ class NativeProtocol:
         except SessionError as error:
             self._session.error(context_id, error.code, error.message, error.retryable)
 
+    def _with_dictionaries(self, message: dict[str, Any]) -> StartOptions:
+        """A ``start``'s options, its pronunciation dictionaries' words under its own
+        ``lexicon`` (which wins where both name a word)."""
+        options = parse_start(message)
+        locators = parse_locators(
+            message.get("pronunciation_dictionary_locators"), "invalid_message"
+        )
+        if not locators:
+            return options
+        if self._dictionaries is None:
+            raise SessionError("dictionaries_disabled", "this server keeps no dictionaries")
+        words = self._dictionaries(locators)
+        if words is None:
+            return options
+        return replace(
+            options, lexicon=words if options.lexicon is None else words.merged(options.lexicon)
+        )
+
     def _apply(self, message: dict[str, Any], context_id: str | None, received_at: float) -> None:
         now = self._clock()
         kind = message.get("type")
         session = self._session
         if kind == "start":
-            session.start(context_id, parse_start(message), now)
+            session.start(context_id, self._with_dictionaries(message), now)
         elif kind == "text":
             text = message.get("text")
             if not isinstance(text, str):
