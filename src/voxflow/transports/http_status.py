@@ -27,9 +27,6 @@ HTTP_STATUS: Mapping[str, int] = MappingProxyType(
         "forbidden_origin": 403,
         "forbidden_host": 403,
         "prefetch_queue_full": 429,
-        # The server's pronunciation dictionaries: whichever protocol names one.
-        "unknown_dictionary": 404,
-        "dictionaries_disabled": 404,
     }
 )
 

@@ -49,7 +49,9 @@ TITLES: Mapping[str, str] = MappingProxyType(
 )
 
 # Cartesia's own statuses, over the shared ones (``transports.http_status``).
-HTTP_STATUS: Mapping[str, int] = MappingProxyType({"unknown_voice": 404})
+HTTP_STATUS: Mapping[str, int] = MappingProxyType(
+    {"unknown_voice": 404, "unknown_dictionary": 404, "dictionaries_disabled": 404}
+)
 
 
 def error_name(code: str) -> str:

@@ -44,7 +44,9 @@ NAMES: Mapping[str, str] = MappingProxyType(
 )
 
 # ElevenLabs' own statuses, over the shared ones (``transports.http_status``).
-HTTP_STATUS: Mapping[str, int] = MappingProxyType({"unknown_voice": 404})
+HTTP_STATUS: Mapping[str, int] = MappingProxyType(
+    {"unknown_voice": 404, "unknown_dictionary": 404, "dictionaries_disabled": 404}
+)
 
 # WebSocket codes other than the defaults: 1008 for the client's mistakes, 1011 for the server's.
 SOCKET_CODES: Mapping[str, int] = MappingProxyType(
