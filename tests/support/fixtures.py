@@ -18,6 +18,17 @@ from voxflow.engines.kokoro.voices import default_voices_dir, find_packs
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
 
+# What each suite's conftest takes in (``from tests.support.fixtures import *``).
+__all__ = [
+    "engine",
+    "kokoro_engine",
+    "kokoro_registry",
+    "live_server",
+    "registry",
+    "server_factory",
+    "server_url",
+]
+
 
 @pytest.fixture(scope="session")
 def registry() -> VoiceRegistry:

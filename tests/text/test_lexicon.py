@@ -13,6 +13,7 @@ from voxflow.text.lexicon import (
     phoneme_block,
     split_phoneme_blocks,
 )
+from voxflow.text.lexicon_file import read_lexicon_file
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 
 GOOD_FILE = """\
@@ -55,10 +56,10 @@ def test_from_text_parses_entries_comments_and_blank_lines() -> None:
     assert lexicon.lookup("# server-wide pronunciations") is None
 
 
-def test_from_file_reads_utf8(tmp_path: Path) -> None:
+def test_a_file_is_read_as_utf8(tmp_path: Path) -> None:
     path = tmp_path / "lexicon.tsv"
     path.write_text(GOOD_FILE, encoding="utf-8")
-    assert Lexicon.from_file(path).entries == Lexicon.from_text(GOOD_FILE).entries
+    assert read_lexicon_file(path).entries == Lexicon.from_text(GOOD_FILE).entries
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,7 @@ def test_bad_file_error_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.tsv"
     path.write_text("good\tfine\nbad\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad\.tsv:2:"):
-        Lexicon.from_file(path)
+        read_lexicon_file(path)
 
 
 def test_lookup_is_case_insensitive_on_whole_words() -> None:

@@ -63,7 +63,6 @@ import numpy.typing as npt
 from voxflow.audio.fades import rising
 from voxflow.audio.seam_settings import JoinKind, SeamSettings
 
-# SeamSettings, JoinKind and crossfade are re-exported: the session imports them from here.
 __all__ = ["SeamJoiner", "SegmentMap"]
 
 FloatArray = npt.NDArray[np.float32]

@@ -159,9 +159,16 @@ class DirectoryDictionaryStore:
                 if cached is not None:
                     self._cache.move_to_end((owner, dictionary_id, version_id))
                     return cached
-        info = self.get(owner, dictionary_id)
-        versions = dict((v.version_id, path) for v, path in self._versions(directory))
-        wanted = info.latest.version_id if version_id is None else version_id
+        try:
+            listed = self._versions(directory) if (directory / _META).is_file() else []
+        except FileNotFoundError:
+            listed = []
+        if not listed:  # as ``get``: no dictionary until its first version and metadata exist
+            raise SessionError(
+                "unknown_dictionary", f"no pronunciation dictionary {dictionary_id!r}"
+            )
+        versions = {version.version_id: path for version, path in listed}
+        wanted = listed[-1][0].version_id if version_id is None else version_id
         if version_id is None:
             with self._lock:
                 self._latest[(owner, dictionary_id)] = (wanted, self._clock())

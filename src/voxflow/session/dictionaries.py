@@ -32,6 +32,7 @@ __all__ = [
     "locators_lexicon",
     "no_dictionaries",
     "parse_locators",
+    "require_store",
 ]
 
 MAX_LOCATORS = 3  # ElevenLabs' limit of dictionaries per request
@@ -123,6 +124,16 @@ def no_dictionaries(locators: Sequence[Locator]) -> Lexicon | None:
     return locators_lexicon(None, "", locators)
 
 
+def require_store(store: DictionaryStore | None) -> DictionaryStore:
+    """``store``, or ``dictionaries_disabled`` for a server that keeps none."""
+    if store is None:
+        raise SessionError(
+            "dictionaries_disabled",
+            "this server keeps no pronunciation dictionaries (start it with --dictionaries-dir)",
+        )
+    return store
+
+
 def locators_lexicon(
     store: DictionaryStore | None, owner: str, locators: Sequence[Locator]
 ) -> Lexicon | None:
@@ -136,11 +147,7 @@ def locators_lexicon(
             "invalid_request",
             f"at most {MAX_LOCATORS} pronunciation dictionary locators per request",
         )
-    if store is None:
-        raise SessionError(
-            "dictionaries_disabled",
-            "this server keeps no pronunciation dictionaries (start it with --dictionaries-dir)",
-        )
+    store = require_store(store)
     lexicons = [store.lexicon(owner, one.dictionary_id, one.version_id) for one in locators]
     merged = lexicons[-1]
     for earlier in reversed(lexicons[:-1]):

@@ -67,8 +67,6 @@ from voxflow.session.options import (
 
 log = logging.getLogger(__name__)
 
-# SessionConfig, StartOptions, VoiceLookup (``options``) and SessionError (``errors``) live in
-# modules of their own; re-exported so that the many imports from here keep working.
 __all__ = ["DEFAULT_CONTEXT", "Session"]
 
 DEFAULT_CONTEXT = "default"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 __all__ = [
     "PHONEME_BLOCK",
@@ -86,11 +85,6 @@ class Lexicon:
         for entry in entries:
             by_word[_key(entry.word)] = entry
         self._by_word = by_word
-
-    @classmethod
-    def from_file(cls, path: Path) -> Lexicon:
-        """Read the tab-separated format described in the module docstring."""
-        return cls.from_text(path.read_text(encoding="utf-8"), source=str(path))
 
     @classmethod
     def from_text(cls, text: str, source: str = "<lexicon>") -> Lexicon:

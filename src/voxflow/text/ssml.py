@@ -33,6 +33,7 @@ an ``<?xml ...?>`` declaration are skipped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
@@ -178,7 +179,7 @@ class SsmlReader:
                     found = text.find(mark, position)
                     if found >= 0:
                         end = min(end, found)
-                self._content(text[position:end], base + position, items)
+                self._content(text[position:end], items)
                 position = end
                 continue
             piece = _markup(text, position, base + position)
@@ -187,7 +188,7 @@ class SsmlReader:
             if first == "<":
                 self._tag(piece, base + position, items)
             else:
-                self._content(_entity(piece, base + position), base + position, items)
+                self._content(_entity(piece, base + position), items)
             position += len(piece)
         self._pending = text[position:]
         self._base = base + position
@@ -204,7 +205,7 @@ class SsmlReader:
 
     # -- parts -----------------------------------------------------------------------------------
 
-    def _content(self, text: str, offset: int, items: list[SsmlItem]) -> None:
+    def _content(self, text: str, items: list[SsmlItem]) -> None:
         if not text:
             return
         holder = self._holder()
@@ -306,8 +307,8 @@ class SsmlReader:
         return ms
 
     def _check_prosody(self, element: _Element) -> tuple[float, float]:
-        rate = _factor(element, "rate", _RATES, percent_base=100.0)
-        volume = _factor(element, "volume", _VOLUMES, percent_base=100.0)
+        rate = _factor(element, "rate", _RATES)
+        volume = _factor(element, "volume", _VOLUMES)
         return rate, volume
 
 
@@ -429,7 +430,9 @@ def _say(element: _Element, written: str) -> Say:
     )
 
 
-def _factor(element: _Element, name: str, named: dict[str, float], percent_base: float) -> float:
+def _factor(element: _Element, name: str, named: dict[str, float]) -> float:
+    """A prosody attribute as a factor: a named value, a percentage ("80%"), a change of one
+    ("+10%": of 100%), or for the volume decibels."""
     value = element.attributes.get(name)
     if value is None:
         return 1.0
@@ -439,8 +442,8 @@ def _factor(element: _Element, name: str, named: dict[str, float], percent_base:
     if percent is not None:
         number = float(percent.group(2))
         if percent.group(1):  # "+10%": relative to the current value
-            number = percent_base + (number if percent.group(1) == "+" else -number)
-        factor = number / percent_base
+            number = 100.0 + (number if percent.group(1) == "+" else -number)
+        factor = number / 100.0
     elif name == "volume" and (decibels := _DECIBELS.match(value)) is not None:
         factor = 10.0 ** (float(decibels.group(1)) / 20.0)
     else:
@@ -453,5 +456,5 @@ def _factor(element: _Element, name: str, named: dict[str, float], percent_base:
     return factor
 
 
-def _shown(names: object) -> str:
-    return ", ".join(sorted(names))  # type: ignore[call-overload]
+def _shown(names: Iterable[str]) -> str:
+    return ", ".join(sorted(names))

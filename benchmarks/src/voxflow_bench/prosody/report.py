@@ -14,8 +14,6 @@ from typing import Any
 from voxflow_bench.prosody.results import CutKind, Mode, ProsodyReport, ReplyResult
 from voxflow_bench.prosody.summary import WORST, ModeSummary, inside_cuts, summarise
 
-# summarise is re-exported: the tests import it from here, where it was defined before the
-# aggregates had a module of their own.
 __all__ = ["format_report", "report_dict"]
 
 

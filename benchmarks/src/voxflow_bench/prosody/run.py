@@ -67,8 +67,6 @@ from voxflow_bench.prosody.results import (
     ReplyResult,
 )
 
-# The run's data types are re-exported: the CLI and the tests import them from here, where they
-# were defined before they had a module of their own.
 __all__ = ["Analysed", "compare_boundary", "find_cuts", "measure_reply", "run_prosody_bench"]
 
 _CLAUSE_MARKS = frozenset(",;:—–")

@@ -2,7 +2,7 @@
 
 A ``CachedPhrase`` is one engine request's result: the utterance's timing (words, phonemes and
 their frames; not its latents, which only rendering needs) and the audio of its frames from
-``start_frame`` (``voxflow.runtime.leads.lead_in``, where every rendering of an utterance starts)
+``start_frame`` (``voxflow.runtime.handover.lead_in``, where every rendering of an utterance starts)
 to its end, at the voice's native rate, exactly as the engine rendered it. Seams, resampling and
 encoding come after the cache, so one entry serves every output format and every place in a reply.
 

@@ -37,8 +37,6 @@ from voxflow.text.normalize.numbers import (
 from voxflow.text.normalize.units import ATTACHED_UNITS, is_one, unit_after
 from voxflow.text.normalize.years import read_year
 
-# CURRENCIES and UNITS are re-exported: they were defined here before money and units had
-# modules of their own.
 __all__ = ["NUMERIC_KINDS", "numeric_rule", "range_dash_rule", "version_rule"]
 
 # Without a currency only unambiguous suffixes count: "4K" is a resolution, "5m" five meters.

@@ -24,7 +24,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response
 
 from voxflow.connection.gateway import Gateway
-from voxflow.session.dictionaries import DictionaryInfo, DictionaryStore
+from voxflow.session.dictionaries import DictionaryInfo, DictionaryStore, require_store
 from voxflow.session.errors import SessionError
 from voxflow.text.pls import (
     PronunciationRule,
@@ -59,12 +59,7 @@ def _error(error: SessionError) -> JSONResponse:
 
 
 def _store(gateway: Gateway) -> DictionaryStore:
-    if gateway.dictionaries is None:
-        raise SessionError(
-            "dictionaries_disabled",
-            "this server keeps no pronunciation dictionaries (start it with --dictionaries-dir)",
-        )
-    return gateway.dictionaries
+    return require_store(gateway.dictionaries)
 
 
 # -- JSON in --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from voxflow.connection.wire import Close, Reply
-from voxflow.session.dictionaries import Dictionaries, parse_locators
+from voxflow.session.dictionaries import Dictionaries, no_dictionaries, parse_locators
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import (
     AudioOut,
@@ -129,13 +129,13 @@ class NativeProtocol:
         session: Session,
         clock: Callable[[], float],
         binary: bool,
-        dictionaries: Dictionaries | None = None,
+        dictionaries: Dictionaries = no_dictionaries,
     ) -> None:
         self._session = session
         self._clock = clock
         self._binary = binary
-        # The lexicon of a context's pronunciation_dictionary_locators (the server's store,
-        # for the connection's API key; None: a server without dictionaries).
+        # The lexicon of a context's pronunciation_dictionary_locators (the server's store, for
+        # the connection's API key).
         self._dictionaries = dictionaries
 
     def receive(self, frame: str | bytes) -> None:
@@ -166,10 +166,6 @@ class NativeProtocol:
         locators = parse_locators(
             message.get("pronunciation_dictionary_locators"), "invalid_message"
         )
-        if not locators:
-            return options
-        if self._dictionaries is None:
-            raise SessionError("dictionaries_disabled", "this server keeps no dictionaries")
         words = self._dictionaries(locators)
         if words is None:
             return options

@@ -23,10 +23,6 @@ async def serve_native(websocket: WebSocket, gateway: Gateway) -> None:
     binary = websocket.query_params.get("audio") == "binary"
     await websocket.accept()
     driver = gateway.new_driver("native", None)
-    dictionaries = (
-        None
-        if gateway.dictionaries is None
-        else partial(locators_lexicon, gateway.dictionaries, scope_owner(websocket.scope))
-    )
+    dictionaries = partial(locators_lexicon, gateway.dictionaries, scope_owner(websocket.scope))
     protocol = NativeProtocol(driver.session, driver.now, binary, dictionaries)
     await run_connection(driver, protocol, websocket_transport(websocket), gateway.runner_settings)
