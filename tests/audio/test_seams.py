@@ -168,6 +168,26 @@ def test_custom_pauses_are_used() -> None:
         assert len(joined.audio) == 2 * len(speech) + gap
 
 
+def test_a_pause_given_replaces_the_boundarys_and_may_come_first() -> None:
+    speech = tone(20 * FRAME)
+    joiner = SeamJoiner(RATE)
+    out: list[Audio] = []
+    for boundary, pause_ms in ((None, 300.0), (JoinKind.SENTENCE, 40.0), (JoinKind.WORD, 0.0)):
+        joiner.start_segment(boundary, pause_ms=pause_ms)
+        out.append(joiner.window(speech, last=True))
+    audio = cat(*out, joiner.flush())
+    # 300 ms of silence before the first speech, 40 ms instead of a sentence's 250, then none.
+    first, second = samples(300.0), samples(40.0)
+    assert len(audio) == first + 3 * len(speech) + second
+    assert np.abs(audio[:first]).max() == 0.0
+    spoken = audio[first : first + len(speech)]  # faded in and out at its edges
+    assert np.abs(spoken).max() > 0.29
+    at = first + len(speech) + second
+    assert np.abs(audio[first + len(speech) : at]).max() == 0.0
+    np.testing.assert_array_equal(audio[at : at + len(speech)], spoken)
+    np.testing.assert_array_equal(audio[at + len(speech) :], spoken)
+
+
 def test_the_first_window_is_only_shortened_by_the_trimmed_silence() -> None:
     joiner = SeamJoiner(RATE)
     joiner.start_segment(None)

@@ -216,6 +216,37 @@ def test_flush_emits_one_segment_and_resets_the_turn() -> None:
     assert (second.start, second.index, second.turn_first) == (16, 0, True)
 
 
+@pytest.mark.parametrize(
+    ("text", "boundary"),
+    [
+        ("Hello there.", SegmentEnd.SENTENCE),
+        ("Well,", SegmentEnd.CLAUSE),
+        ("in the", SegmentEnd.WORD),
+    ],
+)
+def test_a_cut_ends_a_segment_at_what_the_text_ends_with(text: str, boundary: SegmentEnd) -> None:
+    buffer = TextBuffer(ChunkingConfig())
+    assert buffer.feed(text + " ") == []
+    [segment] = buffer.cut()
+    assert (segment.text, segment.boundary, segment.lead) == (text, boundary, False)
+    assert buffer.cut() == []  # nothing is left
+
+
+def test_a_cut_keeps_the_turn_and_is_never_a_lead() -> None:
+    buffer = TextBuffer(ChunkingConfig())
+    assert buffer.feed("I think") == []
+    [first] = buffer.cut(SegmentEnd.WORD)
+    assert (first.index, first.turn_first, first.lead) == (0, True, False)
+    assert buffer.feed(" that we should go. And") == []  # a later segment: whole sentences
+    [second] = buffer.cut(SegmentEnd.SENTENCE)
+    assert (second.text, second.start, second.boundary) == (
+        "that we should go. And",
+        8,
+        SegmentEnd.SENTENCE,
+    )
+    assert (second.index, second.turn_first, second.lead) == (1, False, False)
+
+
 def test_flush_resets_index_even_without_text() -> None:
     buffer = TextBuffer(SENTENCE)
     assert [s.index for s in buffer.feed("A b. C d. E")] == [0, 1]

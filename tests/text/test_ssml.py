@@ -12,10 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voxflow.text.ssml import (
+    CARTESIA_TAGS,
     MAX_MARKUP_CHARS,
+    SSML,
     Boundary,
     Break,
     Say,
+    SsmlDialect,
     SsmlError,
     SsmlItem,
     SsmlReader,
@@ -160,9 +163,9 @@ def test_an_error_says_where_in_the_document() -> None:
 
 
 def test_a_protocol_sets_its_own_break_limit() -> None:
-    assert read_ssml('<break time="3s"/>', max_break_ms=3000) == [Break(3000.0)]
+    assert read_ssml('<break time="3s"/>', SsmlDialect(max_break_ms=3000)) == [Break(3000.0)]
     with pytest.raises(SsmlError, match="at most 3000 ms"):
-        read_ssml('<break time="3.1s"/>', max_break_ms=3000)
+        read_ssml('<break time="3.1s"/>', SsmlDialect(max_break_ms=3000))
 
 
 def test_a_tag_split_across_tokens_is_held_until_complete() -> None:
@@ -173,6 +176,88 @@ def test_a_tag_split_across_tokens_is_held_until_complete() -> None:
     assert reader.feed('ld <sub alias="Doctor">D') == [Text("ld ", 10)]
     assert reader.feed("r.</sub> &am") == [Say("Dr.", 13, alias="Doctor"), Text(" ", 16)]
     assert reader.feed("p;") == [Text("&", 17)]
+    assert reader.end() == []
+
+
+def test_a_chunk_with_bad_markup_changes_nothing() -> None:
+    reader = SsmlReader()
+    assert reader.feed("<speak><prosody rate='slow'>One ") == [Style(0.75, 1.0), Text("One ", 0)]
+    with pytest.raises(SsmlError, match="break time"):
+        reader.feed("two <break time='x'/>")
+    # "two " was not taken: the corrected chunk reads on from where the reader was.
+    assert reader.feed("two <break time='1s'/>") == [Text("two ", 4), Break(1000.0)]
+    assert reader.feed("</prosody></speak>") == [Style(1.0, 1.0)]
+    assert reader.end() == []
+
+
+# -- dialects ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ("AT&T & x < 5 <3 a<b", [Text("AT&T & x < 5 <3 a<b", 0)]),
+        ("Tom &amp; Jerry &bogus; &", [Text("Tom & Jerry &bogus; &", 0)]),
+        (
+            'Hello, my name is Sonic.<break time="1s"/>Nice to meet you.',
+            [Text("Hello, my name is Sonic.", 0), Break(1000.0), Text("Nice to meet you.", 24)],
+        ),
+        (
+            '<speed ratio="1.5"/>Fast <volume ratio="0.5"/>and soft <speed ratio="1"/>now',
+            [
+                Style(1.5, 1.0),
+                Text("Fast ", 0),
+                Style(1.5, 0.5),
+                Text("and soft ", 5),
+                Style(1.0, 0.5),
+                Text("now", 14),
+            ],
+        ),
+        (
+            "Code <spell>ABC-123</spell>.",
+            [Text("Code ", 0), Say("ABC-123", 5, interpret_as="characters"), Text(".", 12)],
+        ),
+        # Elements Cartesia does not have: their tags are dropped, however they nest.
+        (
+            '<emotion value="sad"/><speak>Hi <sub alias="x">y</sub>',
+            [Text("Hi y", 0)],
+        ),
+        ("x <y and z", [Text("x <y and z", 0)]),  # never a tag: text at the end
+    ],
+)
+def test_cartesia_tags_read_as_documented(document: str, expected: list[SsmlItem]) -> None:
+    assert read_ssml(document, CARTESIA_TAGS) == expected
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ('<speed ratio="2"/>', "speed ratio '2': a number from 0.6 to 1.5"),
+        ('<volume ratio="loud"/>', "volume ratio 'loud'"),
+        ("<spell>abc", "<spell> is never closed"),
+        ('<break time="11s"/>', "at most 10000 ms"),
+    ],
+)
+def test_bad_cartesia_tags_are_refused_clearly(document: str, reason: str) -> None:
+    with pytest.raises(SsmlError, match=re.escape(reason)):
+        read_ssml(document, CARTESIA_TAGS)
+
+
+def test_a_dialect_names_only_elements_the_reader_knows() -> None:
+    with pytest.raises(ValueError, match="no such SSML elements: blink"):
+        SsmlDialect(frozenset({"break", "blink"}))
+    with pytest.raises(ValueError, match="max_break_ms"):
+        SsmlDialect(max_break_ms=0)
+
+
+def test_a_lenient_dialect_holds_a_bare_bracket_until_the_next_character_decides() -> None:
+    reader = SsmlReader(CARTESIA_TAGS)
+    assert reader.feed("x <") == [Text("x ", 0)]
+    assert reader.feed(" 5 and <br") == [Text("< 5 and ", 2)]
+    assert reader.feed('eak time="1s"/>') == [Break(1000.0)]
+    assert reader.feed("AT&") == [Text("AT", 10)]
+    assert reader.feed("T") == []  # "&T" could still become an entity ("&Tab;")
+    assert reader.feed(" ") == [Text("&T ", 12)]
     assert reader.end() == []
 
 
@@ -213,8 +298,10 @@ documents = st.recursive(
 broken = st.tuples(documents, st.integers(0, 200), st.sampled_from(["", "<", "&", ">", "</s>"]))
 
 
-def _read_in_chunks(document: str, cuts: list[int]) -> list[SsmlItem] | tuple[str, int]:
-    reader = SsmlReader()
+def _read_in_chunks(
+    document: str, cuts: list[int], dialect: SsmlDialect = SSML
+) -> list[SsmlItem] | tuple[str, int]:
+    reader = SsmlReader(dialect)
     items: list[SsmlItem] = []
     bounds = [0, *sorted({min(cut, len(document)) for cut in cuts}), len(document)]
     try:
@@ -251,3 +338,24 @@ def test_any_split_of_a_broken_document_fails_alike(
     at = min(at, len(document))
     document = document[:at] + inserted + document[at + (0 if inserted else 1) :]
     assert _read_in_chunks(document, cuts) == _read_in_chunks(document, [])
+
+
+cartesia_leaves = st.one_of(
+    st.text(alphabet="abcXYZ 12.,!?é&<>;", min_size=1, max_size=8),
+    st.sampled_from(['<break time="300ms"/>', '<speed ratio="1.2"/>', '<volume ratio="0.7" />']),
+    st.sampled_from(["&amp;", "<emotion value='calm'/>", "</b>", "<3"]),
+    st.tuples(st.sampled_from("aZ7"), st.text(alphabet="abc12-", max_size=6)).map(
+        lambda t: f"<spell>{t[0]}{t[1]}</spell>"
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    document=st.lists(cartesia_leaves, max_size=10).map("".join),
+    cuts=st.lists(st.integers(0, 200), max_size=12),
+)
+def test_any_split_of_cartesia_text_reads_as_the_whole(document: str, cuts: list[int]) -> None:
+    whole = _read_in_chunks(document, [], CARTESIA_TAGS)
+    assert _read_in_chunks(document, cuts, CARTESIA_TAGS) == whole
+    assert _read_in_chunks(document, list(range(len(document))), CARTESIA_TAGS) == whole

@@ -163,13 +163,18 @@ class SeamJoiner:
         speech has started, and for a segment that was silent throughout."""
         return self._map
 
-    def start_segment(self, boundary_before: JoinKind | None, keep_until: int = 0) -> None:
+    def start_segment(
+        self, boundary_before: JoinKind | None, keep_until: int = 0, pause_ms: float | None = None
+    ) -> None:
         """Begin a segment. ``boundary_before`` is how the previous segment of the stream ended
         (the caller maps its ``Segment.boundary`` to a ``JoinKind``); None means no pause (as for
         the stream's first segment).
         ``keep_until`` (a sample of the segment) is never trimmed away: the caller passes the end
         of the segment's last word, which can lie in silence (an unreleased final stop, as in
         "sharp"), so that every word it times ends inside the audio it sends.
+
+        ``pause_ms`` replaces the boundary's pause (an SSML break, a context's own pause after a
+        sentence); unlike a boundary's, it is put before the stream's first speech too.
 
         A segment still open (its last window never came, e.g. it failed) is ended here as if its
         last window had been empty; what that releases comes out with the next ``window`` call.
@@ -179,10 +184,11 @@ class SeamJoiner:
             if len(released):
                 self._queued.append(released)
         pause = 0
+        if pause_ms is not None and pause_ms > 0 and self._previous_tail is None:
+            self._previous_tail = 0  # silence before the stream's first speech
         if self._previous_tail is not None:
-            pause = max(
-                self._carried_pause, self._samples(self._settings.pause_ms(boundary_before))
-            )
+            wanted = self._settings.pause_ms(boundary_before) if pause_ms is None else pause_ms
+            pause = max(self._carried_pause, self._samples(wanted))
         self._reset_segment(pause)
         self._keep_until = max(0, keep_until)
         self._open = True

@@ -15,6 +15,12 @@ playback (``voxflow.session.listener``) and knows how much audio its submitted p
 hold; ``hurry_margin_s`` before that would all have played, it has the buffer cut a lead from
 the text that has arrived (``TextBuffer.hurry``), at any point of a turn. The whole sentence
 then takes over from it, as at the start of a turn.
+
+A context may read its text as markup (``ContextOptions.markup``, ``voxflow.session.markup``):
+its ``text`` is then the written text, markup left out, and word timings index that. Markup
+ends segments where a pause, a rate or a volume changes; each piece carries its own
+``Delivery`` (speed, gain, the pause after a sentence), which ``set_delivery`` also changes
+mid-context, from the text that follows.
 """
 
 from __future__ import annotations
@@ -37,11 +43,13 @@ from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.encoding import Encoded, EncodeJob, EncodeStep
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
 from voxflow.session.listener import ListenerClock
+from voxflow.session.markup import Cut, Markup, MarkupStep, Pause, Restyle, Written
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd
-from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
+from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
+from voxflow.text.ssml import SsmlDialect, Style
 
 DEFAULT_MAX_PIECE_CHARS = 300
 """Spoken characters per engine call: ~650 phoneme ids, a text stage of ~200 ms and a few tens
@@ -97,6 +105,29 @@ class ContextOptions:
     # Whether the rest of a sentence whose first part was cut early is rendered as the whole
     # sentence taking over from that part (else the rest is a piece of its own).
     takeovers: bool = True
+    markup: SsmlDialect | None = None  # None: the text is plain text
+    volume: float = 1.0  # a linear gain on the voice's audio
+    sentence_pause_ms: float | None = None  # None: ``seams``' own
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How a piece is spoken: its speed (``VoiceSettings.speed``), a linear gain, and the pause
+    before it when the text before it ended a sentence (None: the seam settings' own)."""
+
+    speed: float
+    gain: float
+    sentence_pause_ms: float | None = None
+
+    def styled(self, style: Style) -> Delivery:
+        """This delivery with markup's rate and volume factors on it."""
+        speed = min(MAX_SPEED, max(MIN_SPEED, self.speed * style.rate))
+        return replace(self, speed=speed, gain=self.gain * style.volume)
+
+
+# ``VoiceSettings.speed``'s range: markup's rate times the context's speed is kept inside it.
+MIN_SPEED = 0.25
+MAX_SPEED = 4.0
 
 
 class ContextState(enum.Enum):
@@ -111,6 +142,8 @@ class _Piece:
 
     text: PieceText
     lead: bool
+    delivery: Delivery
+    pause_ms: float | None = None  # markup's pause before it, in place of its boundary's
     utterance: Utterance | None = None
     timed: int = 0  # the utterance's words handled (timed, or skipped as the lead's)
     first_frame: int = 0  # words that start before this frame were spoken by the lead
@@ -182,12 +215,21 @@ class Context:
         self._misses = 0
         self.words: list[WordTiming] = []
         self.listener = ListenerClock()
+        self._markup = (
+            Markup(options.markup, options.normalizer) if options.markup is not None else None
+        )
+        self._delivery = Delivery(options.settings.speed, options.volume, options.sentence_pause_ms)
+        self._style = Style(1.0, 1.0)  # markup's factors on ``_delivery``
+        self._pause_ms: float | None = None  # markup's pause before the next piece
 
     # -- text in ---------------------------------------------------------------------------------
 
     def add_text(self, text: str, now: float) -> list[SegmentRequest]:
-        if self.first_text_at is None and text.strip():
-            self.first_text_at = now
+        """The requests ``text`` makes due; with markup, ``SsmlError`` if it is bad (and
+        nothing of it is taken)."""
+        steps: list[MarkupStep] = (
+            self._markup.feed(text) if self._markup is not None else [Written(text, text)]
+        )
         if self.idle and self.first_audio_at is not None:
             played_until = self.first_audio_at + self.audio_ms / 1000.0
             if now >= played_until:
@@ -196,9 +238,56 @@ class Context:
                 # the listener waits for it as for a first segment.
                 self.joiner.flush()
                 self._previous_boundary = None
+                self._pause_ms = None
                 self.buffer.restart_turn()
-        self.text += text
-        return self._requests(self.buffer.feed(text, now))
+        return self._steps(steps, now)
+
+    def end_markup(self, now: float) -> list[SegmentRequest]:
+        """The end of the context's markup: ``SsmlError`` if an element is left open (a lenient
+        dialect speaks a ``<`` or ``&`` still held as text)."""
+        if self._markup is None:
+            return []
+        return self._steps(self._markup.end(), now)
+
+    def set_delivery(
+        self,
+        speed: float | None = None,
+        volume: float | None = None,
+        sentence_pause_ms: float | None = None,
+    ) -> list[SegmentRequest]:
+        """Change the context's speed, volume or pause after a sentence for the text that
+        follows (what has arrived is cut off first, and keeps its own)."""
+        delivery = Delivery(
+            self._delivery.speed if speed is None else speed,
+            self._delivery.gain if volume is None else volume,
+            self._delivery.sentence_pause_ms if sentence_pause_ms is None else sentence_pause_ms,
+        )
+        if delivery == self._delivery:
+            return []
+        requests = self._cut(None)
+        self._delivery = delivery
+        return requests
+
+    def _steps(self, steps: list[MarkupStep], now: float) -> list[SegmentRequest]:
+        requests: list[SegmentRequest] = []
+        for step in steps:
+            if isinstance(step, Written):
+                if self.first_text_at is None and step.text.strip():
+                    self.first_text_at = now
+                self.text += step.text
+                requests += self._requests(self.buffer.feed(step.buffered, now))
+            elif isinstance(step, Cut):
+                requests += self._cut(step.boundary)
+            elif isinstance(step, Pause):
+                self._pause_ms = (self._pause_ms or 0.0) + step.ms
+            elif isinstance(step, Restyle):
+                self._style = step.style
+        return requests
+
+    def _cut(self, boundary: SegmentEnd | None) -> list[SegmentRequest]:
+        requests = self._requests(self.buffer.cut(boundary))
+        self._lead = None  # no takeover renders across a cut: the lead is spoken as it is
+        return requests
 
     def flush(self) -> list[SegmentRequest]:
         return self._requests(self.buffer.flush())
@@ -250,33 +339,44 @@ class Context:
                 if takeover is not None:
                     requests.append(takeover)
                     continue
-            normalized = self.options.normalizer.normalize(segment.text, self.options.normalization)
+            normalized = self._normalized(segment.start, segment.end)
             first = FIRST_PIECE_CHARS if segment.turn_first else None
             ranges = split_spoken(normalized.text, self.options.max_piece_chars, first)
             # A lead must be one piece: its takeover re-renders it whole.
             leads = segment.lead and len(ranges) == 1 and self.options.takeovers
+            delivery = self._delivery.styled(self._style)
             for number, (start, end) in enumerate(ranges):
                 boundary = segment.boundary if number == len(ranges) - 1 else SegmentEnd.WORD
-                piece = _Piece(PieceText(segment.start, normalized, start, end, boundary), leads)
+                text = PieceText(segment.start, normalized, start, end, boundary)
+                pause, self._pause_ms = self._pause_ms, None
+                piece = _Piece(text, leads, delivery, pause)
                 requests.append(self._request(piece))
                 if leads:
                     self._lead = (requests[-1].tag, piece)
         return requests
 
+    def _normalized(self, start: int, end: int) -> Normalized:
+        """The spoken form of the written text ``[start, end)``, markup's overrides applied."""
+        overrides = self._markup.overrides(start, end) if self._markup is not None else ()
+        return self.options.normalizer.normalize(
+            self.text[start:end], self.options.normalization, overrides
+        )
+
     def _takeover(self, lead: tuple[int, _Piece], segment: Segment) -> SegmentRequest | None:
         """The request that renders ``lead``'s sentence whole, up to the end of ``segment``."""
         tag, piece = lead
         start = piece.text.source_start
-        whole = self.options.normalizer.normalize(
-            self.text[start : segment.end], self.options.normalization
-        )
+        whole = self._normalized(start, segment.end)
         spoken = len(whole.text.rstrip())
         if spoken > self.options.max_piece_chars:
             return None  # too long to render whole: the rest is rendered on its own
         points = switch_points(piece.text.normalized, whole)
         piece.taken_over = True
         whole_piece = _Piece(
-            PieceText(start, whole, 0, spoken, segment.boundary), lead=False, takes_over=piece
+            PieceText(start, whole, 0, spoken, segment.boundary),
+            lead=False,
+            delivery=piece.delivery,
+            takes_over=piece,
         )
         return self._request(whole_piece, Takeover(tag, points))
 
@@ -288,6 +388,8 @@ class Context:
         if settings.seed is not None:
             # One seed per piece keeps a seeded context reproducible however it is windowed.
             settings = replace(settings, seed=settings.seed + tag)
+        if piece.delivery.speed != settings.speed:
+            settings = replace(settings, speed=piece.delivery.speed)
         return SegmentRequest(
             piece.text.text, self.options.voice, settings, tag, lead=piece.lead, takeover=takeover
         )
@@ -327,6 +429,8 @@ class Context:
         if piece is None:
             return []
         audio = event.audio
+        if piece.delivery.gain != 1.0:
+            audio = np.clip(audio * piece.delivery.gain, -1.0, 1.0).astype(np.float32, copy=False)
         spf = piece.utterance.samples_per_frame if piece.utterance is not None else 1
         if event.first:
             audio = self._start_piece(piece, event, audio, spf)
@@ -364,9 +468,11 @@ class Context:
                 np.float32, copy=False
             )
         piece.sample_offset = -event.start_frame * spf
-        self.joiner.start_segment(
-            join_kind(self._previous_boundary), keep_until=self._last_word_end(piece, spf)
-        )
+        kind = join_kind(self._previous_boundary)
+        pause = piece.pause_ms
+        if pause is None and kind in (JoinKind.SENTENCE, JoinKind.FLUSH):
+            pause = piece.delivery.sentence_pause_ms
+        self.joiner.start_segment(kind, keep_until=self._last_word_end(piece, spf), pause_ms=pause)
         return audio
 
     @staticmethod

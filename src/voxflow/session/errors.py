@@ -56,6 +56,10 @@ CODES: Mapping[str, ErrorCode] = MappingProxyType(
         "unsupported_voice": ErrorCode("a voice the protocol cannot stream (its sample rate)"),
         "unsupported_format": ErrorCode("an output format the server cannot produce"),
         "unsupported_text_format": ErrorCode("text the server cannot read as plain text (SSML)"),
+        "invalid_ssml": ErrorCode(
+            "malformed SSML, or an element whose content cannot be read (a say-as date that is "
+            "no date); nothing of that message is taken, the rest of the context goes on"
+        ),
         "invalid_voice_settings": ErrorCode("speed, noise, seed or speaker id out of range"),
         "invalid_normalization": ErrorCode("a text normalization mode other than auto, on, off"),
         "invalid_chunk_length_schedule": ErrorCode("a chunk length schedule out of range"),

@@ -34,6 +34,7 @@ from voxflow.session.errors import SessionError
 from voxflow.text.chunking import ChunkingConfig
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
+from voxflow.text.ssml import SsmlDialect
 
 __all__ = [
     "MAX_NAME_CHARS",
@@ -42,8 +43,10 @@ __all__ = [
     "StartOptions",
     "VoiceLookup",
     "check_name",
+    "check_pause",
     "check_speaker",
     "check_text",
+    "check_volume",
     "clean_text",
     "context_options",
     "finite_number",
@@ -110,6 +113,9 @@ class StartOptions:
     # Paced contexts keep a bounded lead over their listener's playback (a live stream); an
     # unpaced one renders as fast as the workers allow (a whole-text HTTP request).
     paced: bool = True
+    markup: SsmlDialect | None = None  # None: the text is plain text, tags and all
+    volume: float = 1.0  # a linear gain
+    sentence_pause_ms: float | None = None  # None: the server's
 
 
 def resolve_voice(
@@ -330,7 +336,39 @@ def context_options(
             config.kokoro_hurry_margin_s if voice.engine == "kokoro" else config.hurry_margin_s
         ),
         takeovers=voice.engine != "kokoro" or config.kokoro_takeovers,
+        markup=options.markup,
+        volume=check_volume(options.volume),
+        sentence_pause_ms=check_pause(options.sentence_pause_ms),
     )
+
+
+MAX_VOLUME = 4.0
+MAX_SENTENCE_PAUSE_MS = 5_000.0
+
+
+def check_volume(volume: float) -> float:
+    """A volume (a linear gain, 1.0 unchanged) from 0 to ``MAX_VOLUME``."""
+    if isinstance(volume, bool) or not isinstance(volume, int | float):
+        raise SessionError("invalid_voice_settings", "volume must be a number")
+    if not 0.0 <= volume <= MAX_VOLUME:  # NaN fails too
+        raise SessionError(
+            "invalid_voice_settings", f"volume must be between 0 and {MAX_VOLUME:g}, got {volume}"
+        )
+    return float(volume)
+
+
+def check_pause(pause_ms: float | None) -> float | None:
+    """A pause after a sentence, in milliseconds, from 0 to ``MAX_SENTENCE_PAUSE_MS``."""
+    if pause_ms is None:
+        return None
+    if isinstance(pause_ms, bool) or not isinstance(pause_ms, int | float):
+        raise SessionError("invalid_voice_settings", "sentence_pause_ms must be a number")
+    if not 0.0 <= pause_ms <= MAX_SENTENCE_PAUSE_MS:
+        raise SessionError(
+            "invalid_voice_settings",
+            f"sentence_pause_ms must be between 0 and {MAX_SENTENCE_PAUSE_MS:g}, got {pause_ms}",
+        )
+    return float(pause_ms)
 
 
 # English text as the bundled voice speaks it at speed 1: about 15 characters a second.

@@ -23,11 +23,12 @@ take the outputs with ``drain()``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
@@ -56,14 +57,19 @@ from voxflow.session.events import (
     PrefetchSegment,
     SubmitSegment,
 )
+from voxflow.session.markup import Markup
 from voxflow.session.options import (
     SessionConfig,
     StartOptions,
     VoiceLookup,
+    check_pause,
     check_text,
+    check_volume,
     clean_text,
     context_options,
+    voice_settings,
 )
+from voxflow.text.ssml import SsmlError
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +142,11 @@ class Session:
             text = clean_text(text)  # protocols clean already; say and the Python API do not
             if context_id in self._contexts:
                 raise SessionError("context_exists", f"context {context_id!r} is already open")
+            if options.markup is not None:
+                _check_markup(options, text, self._config)  # refused whole, before it opens
             context = self._open(context_id, options, now)
             self._submit(context, context.add_text(text, now))
+            self._submit(context, context.end_markup(now))
             self._submit(context, context.flush())
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
@@ -153,9 +162,12 @@ class Session:
                 raise SessionError("cache_disabled", "this server has no phrase cache")
             check_text(text, self._config.max_message_chars)
             resolved = context_options(self._config, options, self._voices)
+            text = clean_text(text)
+            if options.markup is not None:
+                _check_markup(options, text, self._config)
             # A context of its own that nothing else sees: serial 0 is never a stream's.
             context = Context(context_id or DEFAULT_CONTEXT, 0, resolved, now)
-            requests = context.add_text(clean_text(text), now) + context.flush()
+            requests = context.add_text(text, now) + context.end_markup(now) + context.flush()
             self._outputs.extend(PrefetchSegment(request) for request in requests)
             return len(requests)
         return 0
@@ -176,7 +188,31 @@ class Session:
                     "characters; send flush or end first",
                     retryable=True,
                 )
-            self._submit(context, context.add_text(text, now))
+            with _markup_errors():
+                self._submit(context, context.add_text(text, now))
+
+    @_notifies
+    def delivery(
+        self,
+        context_id: str | None,
+        now: float,
+        speed: float | None = None,
+        volume: float | None = None,
+        sentence_pause_ms: float | None = None,
+    ) -> None:
+        """Change an open context's speed, volume or pause after a sentence, for the text that
+        follows (``Context.set_delivery``)."""
+        cid = context_id or DEFAULT_CONTEXT
+        with self._errors(cid):
+            context = self._get(cid)
+            if context.state is not ContextState.OPEN:
+                raise SessionError("context_ending", f"context {cid!r} has ended")
+            if speed is not None:
+                speed = voice_settings(speed=speed).speed
+            if volume is not None:
+                volume = check_volume(volume)
+            pause = check_pause(sentence_pause_ms)
+            self._submit(context, context.set_delivery(speed, volume, pause))
 
     @_notifies
     def flush(self, context_id: str | None, now: float) -> None:
@@ -193,6 +229,10 @@ class Session:
             context = self._get(cid)
             if context.state is not ContextState.OPEN:
                 return  # ending already
+            try:
+                self._submit(context, context.end_markup(now))
+            except SsmlError as error:  # reported, and the context ends all the same
+                self._outputs.append(ErrorOut(cid, "invalid_ssml", str(error)))
             self._submit(context, context.flush())
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
@@ -404,6 +444,24 @@ class Session:
 
     def _errors(self, cid: str | None) -> _ErrorCatcher:
         return _ErrorCatcher(self._outputs, cid)
+
+
+def _check_markup(options: StartOptions, text: str, config: SessionConfig) -> None:
+    """Refuse a whole text whose markup is bad (``invalid_ssml``)."""
+    assert options.markup is not None
+    markup = Markup(options.markup, config.normalizer)
+    with _markup_errors():
+        markup.feed(text)
+        markup.end()
+
+
+@contextlib.contextmanager
+def _markup_errors() -> Iterator[None]:
+    """Bad markup as the session's error (``invalid_ssml``)."""
+    try:
+        yield
+    except SsmlError as error:
+        raise SessionError("invalid_ssml", str(error)) from None
 
 
 class _ErrorCatcher:

@@ -73,7 +73,9 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
 * ``flush`` emits everything buffered as one ``FLUSH`` segment and starts a new turn: the
   segment index returns to 0. It never needs to split: ``feed`` already cut anything that
   exceeded ``max_chars``, since such a cut is certain once ``max_chars`` is exceeded.
-  ``restart_turn`` starts a new turn without emitting, when nothing is buffered.
+  ``restart_turn`` starts a new turn without emitting, when nothing is buffered. ``cut``
+  emits everything buffered as one segment with the boundary it is given, and the turn goes on
+  (markup's segment ends: ``voxflow.session.markup``).
 """
 
 import bisect
@@ -90,6 +92,8 @@ from voxflow.text.phrases import spoken_cost, starts_phrase
 from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner
 
 __all__ = ["TextBuffer"]
+
+_CLAUSE_ENDS = frozenset(",;:—–")
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,35 @@ class TextBuffer:
         self._index = 0
         self._after_lead = False
         return out
+
+    def cut(self, boundary: SegmentEnd | None = None) -> list[Segment]:
+        """Emit everything buffered as one segment that ends at ``boundary`` (None: at what the
+        text itself ends with, a sentence, a clause or a word); the turn goes on.
+
+        Markup decides such an end (an SSML break, a change of speaking rate, the end of a
+        ``<s>``): the segment is never a lead, since no takeover may render across it. Like
+        ``flush`` it never needs to split.
+        """
+        out: list[Segment] = []
+        start = self._locate_content()
+        if start is not None:
+            end = self._scanner.settled
+            if boundary is None:
+                boundary = self._end_kind(end)
+            out.append(self._emit(start, end, boundary, lead=False))
+        self._cut = self._scanner.end
+        self._pending.clear()
+        self._start_segment()
+        self._scanner.release(self._cut)
+        return out
+
+    def _end_kind(self, end: int) -> SegmentEnd:
+        """How the settled text ending at ``end`` ends, as a boundary there would."""
+        if self._scanner.sentence_at_end() is not None:
+            return SegmentEnd.SENTENCE
+        if self._scanner.text(end - 1, end) in _CLAUSE_ENDS:
+            return SegmentEnd.CLAUSE
+        return SegmentEnd.WORD
 
     def hurry(self) -> list[Segment]:
         """Cut the segment under construction as a turn's first segment is cut (see the module
@@ -348,9 +381,16 @@ class TextBuffer:
             return self._emit(start, start + self._config.max_chars, SegmentEnd.CUT)
         return self._emit(start, choice.pos, SegmentEnd(choice.kind))
 
-    def _emit(self, start: int, end: int, kind: SegmentEnd) -> Segment:
+    def _emit(self, start: int, end: int, kind: SegmentEnd, lead: bool = True) -> Segment:
+        """``lead``: whether the segment may be a lead (when it is the first of its turn or
+        hurried, and ends inside a sentence)."""
         first = self._index == 0
-        lead = (first or self._hurried) and self._leads is not None and kind < SegmentEnd.SENTENCE
+        lead = (
+            lead
+            and (first or self._hurried)
+            and self._leads is not None
+            and kind < SegmentEnd.SENTENCE
+        )
         segment = Segment(
             text=self._scanner.text(start, end),
             start=start,

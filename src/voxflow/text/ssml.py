@@ -28,19 +28,33 @@ Items:
 ``<speak>`` and ``<emphasis>`` are accepted and change nothing. An element this reader does not
 know is spoken as its text content, its tags ignored (as the hosted services do). Comments and
 an ``<?xml ...?>`` declaration are skipped.
+
+A ``SsmlDialect`` says which elements are markup (the others are unknown elements), the longest
+break, and whether text may hold a bare ``&`` or ``<`` (``lenient``: a ``&`` that starts no
+entity and a ``<`` that starts no tag are text, as an LLM writes "AT&T" or "x < 5"). Cartesia's
+inline tags are a dialect too: ``<speed ratio="..."/>`` and ``<volume ratio="..."/>`` set the
+rate and volume from there on, and ``<spell>`` is ``<say-as interpret-as="characters">``.
+
+A chunk that raises ``SsmlError`` changes nothing: the reader is as it was before it, so the
+client may send the chunk again, corrected.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
+    "CARTESIA_TAGS",
     "MAX_BREAK_MS",
+    "SSML",
     "Boundary",
     "Break",
+    "ReaderState",
     "Say",
+    "SsmlDialect",
     "SsmlError",
     "SsmlItem",
     "SsmlReader",
@@ -57,10 +71,12 @@ MAX_HELD_CHARS = 1_000
 
 
 class SsmlError(ValueError):
-    """Malformed markup: ``offset`` is where in the document (markup included) it was found."""
+    """Malformed markup: ``offset`` is where in the document (markup included) it was found, or
+    where in the written text (``written``) for what is wrong with an element's content."""
 
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(f"{message} (at character {offset} of the SSML)")
+    def __init__(self, message: str, offset: int, written: bool = False) -> None:
+        where = "the written text" if written else "the SSML"
+        super().__init__(f"{message} (at character {offset} of {where})")
         self.reason = message
         self.offset = offset
 
@@ -100,6 +116,36 @@ class Boundary:
 
 SsmlItem = Text | Say | Break | Style | Boundary
 
+STANDARD_ELEMENTS = frozenset(
+    {"speak", "p", "s", "break", "sub", "phoneme", "say-as", "prosody", "emphasis"}
+)
+
+
+@dataclass(frozen=True)
+class SsmlDialect:
+    """Which markup a protocol reads (see the module docstring)."""
+
+    elements: frozenset[str] = STANDARD_ELEMENTS
+    max_break_ms: float = MAX_BREAK_MS
+    lenient: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = self.elements - STANDARD_ELEMENTS - _CARTESIA_ELEMENTS
+        if unknown:
+            raise ValueError(f"no such SSML elements: {_shown(unknown)}")
+        if not 0 < self.max_break_ms <= MAX_BREAK_MS:
+            raise ValueError(f"max_break_ms must be in (0, {MAX_BREAK_MS:g}]")
+
+
+_CARTESIA_ELEMENTS = frozenset({"break", "speed", "volume", "spell"})
+SSML = SsmlDialect()
+"""Standard SSML (the subset in the module docstring), strict XML text."""
+CARTESIA_TAGS = SsmlDialect(_CARTESIA_ELEMENTS, lenient=True)
+"""Cartesia's inline tags in plain text."""
+# Cartesia's documented ranges for its speed and volume ratios.
+_CARTESIA_SPEED = (0.6, 1.5)
+_CARTESIA_VOLUME = (0.5, 2.0)
+
 _STRENGTH_MS = {
     "none": 0.0,
     "x-weak": 100.0,
@@ -133,8 +179,7 @@ SAY_AS = frozenset(
         "currency",
     }
 )
-_NO_EFFECT = frozenset({"speak", "emphasis"})
-_HELD = frozenset({"sub", "phoneme", "say-as"})
+_HELD = frozenset({"sub", "phoneme", "say-as", "spell"})
 _ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _ENTITY_START = re.compile(r"&[#\w]*")
 _NAME = r"[A-Za-z_][\w.:-]*"
@@ -153,20 +198,70 @@ class _Element:
     offset: int
     held: list[str]  # the written text of a held element
     start: int  # its written offset
+    known: bool = True  # False: an element the dialect does not know
+
+
+@dataclass(frozen=True)
+class ReaderState:
+    """A ``SsmlReader``'s state (``checkpoint``)."""
+
+    pending: str
+    base: int
+    written: int
+    open: list[_Element]
+    styles: list[Style]
 
 
 class SsmlReader:
     """One document's reader (see the module docstring)."""
 
-    def __init__(self, max_break_ms: float = MAX_BREAK_MS) -> None:
-        self._max_break_ms = max_break_ms
+    def __init__(self, dialect: SsmlDialect = SSML) -> None:
+        self._dialect = dialect
         self._pending = ""  # an unfinished tag, comment or entity
         self._base = 0  # the document offset of ``_pending`` (or of the next chunk)
         self._written = 0  # written characters so far
         self._open: list[_Element] = []
         self._styles: list[Style] = [Style(1.0, 1.0)]
 
+    @property
+    def dialect(self) -> SsmlDialect:
+        return self._dialect
+
     def feed(self, chunk: str) -> list[SsmlItem]:
+        """The items that ``chunk`` completes; on ``SsmlError`` the reader is unchanged."""
+        saved = self.checkpoint()
+        try:
+            return self._feed(chunk)
+        except SsmlError:
+            self.rollback(saved)
+            raise
+
+    def checkpoint(self) -> ReaderState:
+        """The reader's state, to ``rollback`` to when a caller refuses what a chunk gave."""
+        elements = [replace(element, held=list(element.held)) for element in self._open]
+        return ReaderState(self._pending, self._base, self._written, elements, list(self._styles))
+
+    def rollback(self, state: ReaderState) -> None:
+        self._pending, self._base, self._written = state.pending, state.base, state.written
+        self._open = [replace(element, held=list(element.held)) for element in state.open]
+        self._styles = list(state.styles)
+
+    def end(self) -> list[SsmlItem]:
+        """The end of the document: what is held must be complete, every element closed (a
+        lenient dialect speaks an unfinished ``<`` or ``&`` as text)."""
+        items: list[SsmlItem] = []
+        if self._pending and self._dialect.lenient:
+            self._content(self._pending, items)
+            self._base += len(self._pending)
+            self._pending = ""
+        if self._pending:
+            raise SsmlError(f"unfinished markup {self._pending[:40]!r}", self._base)
+        if self._open:
+            element = self._open[-1]
+            raise SsmlError(f"<{element.name}> is never closed", element.offset)
+        return items
+
+    def _feed(self, chunk: str) -> list[SsmlItem]:
         items: list[SsmlItem] = []
         text = self._pending + chunk
         base = self._base
@@ -182,9 +277,13 @@ class SsmlReader:
                 self._content(text[position:end], items)
                 position = end
                 continue
-            piece = _markup(text, position, base + position)
+            piece = self._markup(text, position, base + position)
             if piece is None:  # unfinished: held for the next chunk
                 break
+            if not piece:  # a lenient dialect's bare '<' or '&': text
+                self._content(first, items)
+                position += 1
+                continue
             if first == "<":
                 self._tag(piece, base + position, items)
             else:
@@ -194,14 +293,28 @@ class SsmlReader:
         self._base = base + position
         return _joined(items)
 
-    def end(self) -> list[SsmlItem]:
-        """The end of the document: what is held must be complete, every element closed."""
-        if self._pending:
-            raise SsmlError(f"unfinished markup {self._pending[:40]!r}", self._base)
-        if self._open:
-            element = self._open[-1]
-            raise SsmlError(f"<{element.name}> is never closed", element.offset)
-        return []
+    def _markup(self, text: str, position: int, offset: int) -> str | None:
+        """The tag, comment or entity at ``position`` of ``text``; None if ``text`` ends before
+        it does; "" when a lenient dialect reads the character there as text."""
+        lenient = self._dialect.lenient
+        if lenient and text[position] == "<":
+            if position + 1 == len(text):
+                return None
+            if not (text[position + 1].isalpha() or text[position + 1] in "/!?"):
+                return ""
+        try:
+            piece = _markup_piece(text, position, offset)
+            if len(piece or text[position:]) > MAX_MARKUP_CHARS:
+                raise SsmlError("markup too long (an unclosed '<' or '&'?)", offset)
+            if lenient and piece is not None and piece.startswith("&"):
+                _entity(piece, offset)
+            if lenient and piece is not None and piece.startswith("<") and not _is_tag(piece):
+                return ""
+        except SsmlError:
+            if lenient:
+                return ""
+            raise
+        return piece
 
     # -- parts -----------------------------------------------------------------------------------
 
@@ -219,7 +332,7 @@ class SsmlReader:
 
     def _holder(self) -> _Element | None:
         for element in self._open:
-            if element.name in _HELD:
+            if element.known and element.name in _HELD:
                 return element
         return None
 
@@ -239,7 +352,14 @@ class SsmlReader:
         if opening is None:
             raise SsmlError(f"malformed tag {tag[:40]!r}", offset)
         name, attributes = opening.group(1), _attributes(opening.group(2), offset)
-        element = _Element(name, attributes, offset, [], self._written)
+        known = name in self._dialect.elements
+        if not known and self._dialect.lenient:
+            return  # a lenient dialect ignores an unknown element's tags, however nested
+        element = _Element(name, attributes, offset, [], self._written, known)
+        if not known:  # spoken as its text: only its nesting is checked
+            if not opening.group(3):
+                self._open.append(element)
+            return
         if opening.group(3):  # <name/>
             self._empty(element, items)
             return
@@ -253,6 +373,8 @@ class SsmlReader:
             raise SsmlError(f"<{element.name}/> has no text to speak", element.offset)
         elif element.name == "prosody":
             self._check_prosody(element)  # an empty prosody changes nothing
+        elif element.name in ("speed", "volume"):
+            self._set_ratio(element, items)
 
     def _start(self, element: _Element, items: list[SsmlItem]) -> None:
         if element.name == "break":
@@ -264,14 +386,42 @@ class SsmlReader:
             self._styles.append(style)
             if style != outer:
                 items.append(style)
+        elif element.name in ("speed", "volume"):
+            self._set_ratio(element, items)
         elif element.name in _HELD:
             _check_held(element)
 
+    def _set_ratio(self, element: _Element, items: list[SsmlItem]) -> None:
+        """Cartesia's ``<speed ratio>`` and ``<volume ratio>``: the context's own rate or volume
+        times the ratio, from here on."""
+        low, high = _CARTESIA_SPEED if element.name == "speed" else _CARTESIA_VOLUME
+        raw = element.attributes.get("ratio", "")
+        try:
+            ratio = float(raw)
+        except ValueError:
+            ratio = math.nan
+        if not low <= ratio <= high:
+            raise SsmlError(
+                f"{element.name} ratio {raw!r}: a number from {low:g} to {high:g}", element.offset
+            )
+        current = self._styles[-1]
+        if element.name == "speed":
+            style = Style(ratio, current.volume)
+        else:
+            style = Style(current.rate, ratio)
+        self._styles[-1] = style
+        if style != current:
+            items.append(style)
+
     def _close(self, name: str, offset: int, items: list[SsmlItem]) -> None:
+        if name not in self._dialect.elements and self._dialect.lenient:
+            return
         if not self._open or self._open[-1].name != name:
             expected = f"</{self._open[-1].name}>" if self._open else "no closing tag"
             raise SsmlError(f"</{name}> where {expected} was due", offset)
         element = self._open.pop()
+        if not element.known:
+            return
         if element.name == "prosody":
             closed = self._styles.pop()
             if self._styles[-1] != closed:
@@ -300,10 +450,9 @@ class SsmlReader:
             ms = _STRENGTH_MS[strength]
         else:
             ms = _STRENGTH_MS["medium"]
-        if ms > self._max_break_ms:
-            raise SsmlError(
-                f"break of {ms:g} ms: at most {self._max_break_ms:g} ms", element.offset
-            )
+        limit = self._dialect.max_break_ms
+        if ms > limit:
+            raise SsmlError(f"break of {ms:g} ms: at most {limit:g} ms", element.offset)
         return ms
 
     def _check_prosody(self, element: _Element) -> tuple[float, float]:
@@ -312,18 +461,18 @@ class SsmlReader:
         return rate, volume
 
 
-def read_ssml(document: str, max_break_ms: float = MAX_BREAK_MS) -> list[SsmlItem]:
+def read_ssml(document: str, dialect: SsmlDialect = SSML) -> list[SsmlItem]:
     """A whole document's items (``SsmlReader`` fed it in one chunk)."""
-    reader = SsmlReader(max_break_ms)
+    reader = SsmlReader(dialect)
     return _joined([*reader.feed(document), *reader.end()])
 
 
-def _markup(text: str, position: int, offset: int) -> str | None:
-    """The tag, comment or entity at ``position`` of ``text``; None if ``text`` ends first."""
-    piece = _markup_piece(text, position, offset)
-    if len(piece or text[position:]) > MAX_MARKUP_CHARS:
-        raise SsmlError("markup too long (an unclosed '<' or '&'?)", offset)
-    return piece
+def _is_tag(piece: str) -> bool:
+    return (
+        piece.startswith(("<!--", "<?"))
+        or _OPEN.match(piece) is not None
+        or _CLOSE.match(piece) is not None
+    )
 
 
 def _markup_piece(text: str, position: int, offset: int) -> str | None:
@@ -422,6 +571,8 @@ def _say(element: _Element, written: str) -> Say:
             phonemes=attributes["ph"].strip(),
             alphabet=attributes.get("alphabet", "ipa"),
         )
+    if element.name == "spell":
+        return Say(written, element.start, interpret_as="characters")
     return Say(
         written,
         element.start,

@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voxflow.engines.phonemize import Phonemizer, text_words
+from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import (
     NormalizationMode,
     Normalized,
     Normalizer,
+    Override,
     Span,
     normalize_lines,
 )
@@ -380,3 +382,42 @@ def test_a_text_said_again_is_normalized_once_and_the_result_shared() -> None:
         normalizer.normalize(f"Order {n}.")
     assert normalizer.normalize("It costs $3.50 at 10am.") is not first  # pushed out
     assert normalizer.normalize("It costs $3.50 at 10am.").text == first.text
+
+
+# -- overrides (SSML's sub, phoneme and say-as) ------------------------------------------------
+
+
+def test_an_override_replaces_its_range_in_every_mode_and_maps_back_whole() -> None:
+    normalizer = Normalizer()
+    text = "The UN met at 5pm."
+    override = Override(4, 6, "United Nations")
+    for mode in NormalizationMode:
+        result = normalizer.normalize(text, mode, (override,))
+        assert "United Nations" in result.text
+        start = result.text.index("United")
+        assert result.to_source(start, start + len("United")) == (4, 6)
+        assert result.to_source(start + 7, start + 14) == (4, 6)
+    assert normalizer.normalize(text, NormalizationMode.ON, (override,)).text.endswith("five p m.")
+    assert normalizer.normalize(text, NormalizationMode.OFF, (override,)).text.endswith("5pm.")
+
+
+def test_an_override_wins_over_the_lexicon_and_rules_never_read_into_it() -> None:
+    normalizer = Normalizer(Lexicon([LexiconEntry("UN", respelling="you en")]))
+    assert normalizer.normalize("UN", overrides=(Override(0, 2, "United Nations"),)).text == (
+        "United Nations"
+    )
+    # "$3" would read "three dollars" with the "3" inside the override: it stays "$".
+    result = normalizer.normalize("$3", overrides=(Override(1, 2, "three"),))
+    assert result.text.endswith("three")
+    assert result.to_source(len(result.text) - 5, len(result.text)) == (1, 2)
+    # An override inside a word: the letters around it are spoken as written.
+    assert normalizer.normalize("foobar", overrides=(Override(3, 6, "bee"),)).text == "foo bee"
+
+
+def test_the_same_text_with_other_overrides_is_not_served_from_the_memo() -> None:
+    normalizer = Normalizer()
+    assert normalizer.normalize("UN").text == "U N"
+    assert normalizer.normalize("UN", overrides=(Override(0, 2, "United Nations"),)).text == (
+        "United Nations"
+    )
+    assert normalizer.normalize("UN").text == "U N"

@@ -35,7 +35,7 @@ from voxflow.text.normalize.base import (
 )
 from voxflow.text.normalize.numbers import digits, ordinal, year
 
-__all__ = ["MONTHS", "date_rule", "phone_rule", "spell_letter"]
+__all__ = ["MONTHS", "date_rule", "phone_rule", "spell_letter", "spoken_date"]
 
 MONTHS = (
     "January",
@@ -101,7 +101,8 @@ def spell_letter(letter: str) -> str:
     return _LETTER_A if letter in "aA" else letter
 
 
-def _spoken_date(month: int, day: int | None, year_value: int | None) -> str:
+def spoken_date(month: int, day: int | None, year_value: int | None) -> str:
+    """ "March fifth, twenty twenty-four": a date read with whichever of its parts it has."""
     spoken = MONTHS[month - 1]
     if day is not None:
         spoken += " " + ordinal(day)
@@ -187,7 +188,7 @@ def _numeric_date(text: str, pos: int) -> Match | None:
     if found is not None and is_right_edge(text, found.end()):
         year_value, month, day = (int(g) for g in found.groups())
         if _valid(month, day):
-            return whole(_spoken_date(month, day, year_value), pos, found.end(), "date")
+            return whole(spoken_date(month, day, year_value), pos, found.end(), "date")
     found = _SLASH_DATE.match(text, pos)
     if found is not None and is_right_edge(text, found.end()):
         first, second = int(found.group(1)), int(found.group(2))
@@ -197,13 +198,13 @@ def _numeric_date(text: str, pos: int) -> Match | None:
             year_value += 2000 if year_value < 50 else 1900
         month, day = (second, first) if first > 12 and second <= 12 else (first, second)
         if _valid(month, day):
-            return whole(_spoken_date(month, day, year_value), pos, found.end(), "date")
+            return whole(spoken_date(month, day, year_value), pos, found.end(), "date")
     found = _MONTH_DAY.match(text, pos)
     if found is not None and is_right_edge(text, found.end()) and prev_word(text, pos) in _ON:
         # Without a year "3/4" is a fraction, but "on 11/22" or "by 3/4" is a date.
         month, day = int(found.group(1)), int(found.group(2))
         if _valid(month, day) and not text.startswith("/", found.end()):
-            return whole(_spoken_date(month, day, None), pos, found.end(), "date")
+            return whole(spoken_date(month, day, None), pos, found.end(), "date")
     return None
 
 

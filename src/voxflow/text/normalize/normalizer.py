@@ -48,6 +48,7 @@ __all__ = [
     "NormalizationMode",
     "Normalized",
     "Normalizer",
+    "Override",
     "Span",
     "normalize_lines",
 ]
@@ -129,6 +130,17 @@ class Normalized:
         if tail.copied:
             src_end = tail.src_start + (out_end - tail.out_start)
         return (src_start, max(src_start, src_end))
+
+
+@dataclass(frozen=True)
+class Override:
+    """``source[start:end]`` is spoken as ``spoken``, whatever the rules and the lexicon say:
+    SSML's ``<sub>``, ``<phoneme>`` and ``<say-as>``. Every spoken character maps to the whole
+    written range, so the range is timed as one word."""
+
+    start: int
+    end: int
+    spoken: str
 
 
 class _Builder:
@@ -290,7 +302,9 @@ class Normalizer:
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self._lexicon = lexicon if lexicon else None
-        self._memo: OrderedDict[tuple[str, NormalizationMode], Normalized] = OrderedDict()
+        self._memo: OrderedDict[tuple[str, NormalizationMode, tuple[Override, ...]], Normalized] = (
+            OrderedDict()
+        )
         self._memo_lock = threading.Lock()
 
     @property
@@ -305,33 +319,55 @@ class Normalizer:
             return Normalizer(lexicon)
         return Normalizer(self._lexicon.merged(lexicon))
 
-    def normalize(self, text: str, mode: NormalizationMode = NormalizationMode.AUTO) -> Normalized:
-        """The spoken form of ``text`` with its map back; ``OFF`` returns ``text`` as is."""
+    def normalize(
+        self,
+        text: str,
+        mode: NormalizationMode = NormalizationMode.AUTO,
+        overrides: tuple[Override, ...] = (),
+    ) -> Normalized:
+        """The spoken form of ``text`` with its map back; ``OFF`` returns ``text`` as is but
+        for ``overrides`` (ordered, not overlapping, inside ``text``), which apply in every
+        mode."""
         mode = NormalizationMode(mode)
-        if mode is NormalizationMode.OFF:
+        if mode is NormalizationMode.OFF and not overrides:
             return Normalized.identity(text)
         if len(text) > self.MEMO_MAX_CHARS:
-            return self._normalize(text)
-        key = (text, mode)
+            return self._normalize(text, mode, overrides)
+        key = (text, mode, overrides)
         with self._memo_lock:
             known = self._memo.get(key)
             if known is not None:
                 self._memo.move_to_end(key)
                 return known
-        normalized = self._normalize(text)
+        normalized = self._normalize(text, mode, overrides)
         with self._memo_lock:
             self._memo[key] = normalized
             if len(self._memo) > self.MEMO_ENTRIES:
                 self._memo.popitem(last=False)
         return normalized
 
-    def _normalize(self, text: str) -> Normalized:
+    def _normalize(
+        self, text: str, mode: NormalizationMode, overrides: tuple[Override, ...]
+    ) -> Normalized:
         context = Context(text=text, shouting=is_shouting(text))
         builder = _Builder(text)
         previous: Match | None = None
+        pending = list(reversed(overrides))
+        rules = mode is not NormalizationMode.OFF
         pos = 0
         while pos < len(text):
-            match = self._match(context, pos, previous) if _rules_apply(text, pos) else None
+            limit = pending[-1].start if pending else len(text)
+            if pos == limit and pending:
+                override = pending.pop()
+                match: Match | None = Match(
+                    pos, override.end, (Piece(override.spoken, pos, override.end),), "ssml"
+                )
+            elif rules and _rules_apply(text, pos):
+                match = self._match(context, pos, previous)
+                if match is not None and match.end > limit:
+                    match = None  # a rule may not read into an override's text
+            else:
+                match = None
             if match is not None and match.end > pos:
                 builder.emit(match)
                 previous = match
@@ -339,8 +375,8 @@ class Normalizer:
                 continue
             run = _WORD_RUN.match(text, pos)
             end = run.end() if run is not None else pos + 1
-            builder.copy(pos, end)
-            pos = end
+            builder.copy(pos, min(end, limit) if limit > pos else end)
+            pos = min(end, limit) if limit > pos else end
         return builder.build()
 
     def _match(self, context: Context, pos: int, previous: Match | None) -> Match | None:
