@@ -354,6 +354,12 @@ class Session:
         outputs, self._outputs = self._outputs, []
         return outputs
 
+    def written_text(self, context_id: str | None) -> str | None:
+        """The text an open context has been sent, as its word timings index it (markup left
+        out); None if it is not open."""
+        context = self._contexts.get(context_id or DEFAULT_CONTEXT)
+        return None if context is None else context.text
+
     @property
     def open_contexts(self) -> int:
         return len(self._contexts)

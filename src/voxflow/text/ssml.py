@@ -61,6 +61,7 @@ __all__ = [
     "Style",
     "Text",
     "read_ssml",
+    "written_text",
 ]
 
 MAX_BREAK_MS = 10_000.0
@@ -465,6 +466,15 @@ def read_ssml(document: str, dialect: SsmlDialect = SSML) -> list[SsmlItem]:
     """A whole document's items (``SsmlReader`` fed it in one chunk)."""
     reader = SsmlReader(dialect)
     return _joined([*reader.feed(document), *reader.end()])
+
+
+def written_text(document: str, dialect: SsmlDialect = SSML) -> str:
+    """The written text of a whole document: what word timings and alignments index."""
+    return "".join(
+        item.text if isinstance(item, Text) else item.written
+        for item in read_ssml(document, dialect)
+        if isinstance(item, Text | Say)
+    )
 
 
 def _is_tag(piece: str) -> bool:

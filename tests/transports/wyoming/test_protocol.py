@@ -138,15 +138,16 @@ def test_a_fatal_bad_event_gets_an_error_then_closes(protocol: WyomingProtocol) 
     assert types(protocol.receive(Describe().event())) == []
 
 
-def test_unknown_voice_and_ssml_are_errors_without_a_context(
+def test_unknown_voice_and_text_format_are_errors_without_a_context(
     protocol: WyomingProtocol, session: Session
 ) -> None:
     ghost = Synthesize(text="Hi.", voice=SynthesizeVoice(name="nobody")).event()
     (error,) = protocol.receive(ghost).frames
     assert Error.from_event(error).code == "unknown_voice"
-    ssml = Event(type="synthesize", data={"text": "<speak>Hi</speak>", "text_format": "ssml"})
-    (error,) = protocol.receive(ssml).frames
+    markdown = Event(type="synthesize", data={"text": "*Hi*", "text_format": "markdown"})
+    (error,) = protocol.receive(markdown).frames
     assert Error.from_event(error).code == "unsupported_text_format"
+    assert "'text' or 'ssml'" in Error.from_event(error).text
     assert session.open_contexts == 0 and protocol.peer_gone()
 
 

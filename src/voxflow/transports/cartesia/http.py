@@ -28,6 +28,7 @@ from voxflow.session.events import AudioOut
 from voxflow.session.options import StartOptions
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode
+from voxflow.text.ssml import CARTESIA_TAGS
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import http_error
 from voxflow.transports.cartesia.samples import Float32Samples
@@ -122,5 +123,6 @@ async def tts_bytes(gateway: Gateway, body: BytesBody, owner: str) -> Response:
         settings=checked.settings,
         normalization=checked.normalization,
         lexicon=checked.lexicon,
+        markup=CARTESIA_TAGS,
     )
     return speak_request(gateway, "cartesia_http", start, checked.text, TtsBytes(checked.audio))

@@ -19,6 +19,10 @@ Client messages (JSON text frames):
   voxflow's segmenter decides when to start (Cartesia's "managed buffering"), and text still
   unspoken ``max_buffer_delay_ms`` (3000 by default) after the last transcript is synthesized as
   it is. A context with no request for ``CONTEXT_IDLE_S`` is ended as if ``continue`` were false;
+* a transcript may hold Cartesia's inline tags (``<break time="1s"/>``, ``<speed ratio="1.2"/>``,
+  ``<volume ratio="0.8"/>``, ``<spell>...</spell>``; ``voxflow.text.ssml.CARTESIA_TAGS``), a tag
+  split across requests held until it is complete; word timestamps index the transcripts with
+  the tags left out;
 * ``{"context_id", "cancel": true}`` stops a context at once: no more of its messages are sent
   (a context that is not open is ignored: Pipecat cancels on every interruption).
 
@@ -57,6 +61,7 @@ from voxflow.session.events import (
 from voxflow.session.options import StartOptions, clean_text, finite_number, shown
 from voxflow.session.session import Session
 from voxflow.text.messages import separate_sentences
+from voxflow.text.ssml import CARTESIA_TAGS
 from voxflow.transports.cartesia import fields
 from voxflow.transports.cartesia.errors import socket_error
 from voxflow.transports.cartesia.samples import Float32Samples
@@ -244,7 +249,8 @@ class CartesiaProtocol:
             # Sentences sent as separate requests with no space between them.
             transcript = separate_sentences(context.text, transcript)
             self._session.text(cid, transcript, now)
-            context.text += transcript
+            # What word timings index: the text as the session took it (tags left out).
+            context.text = self._session.written_text(cid) or context.text
             if context.flush_each:
                 self._session.flush(cid, now)
             else:
@@ -274,6 +280,7 @@ class CartesiaProtocol:
             lexicon=fields.dictionary_lexicon(
                 message.get("pronunciation_dict_id"), self._dictionaries
             ),
+            markup=CARTESIA_TAGS,
         )
         # Everything that can be refused is checked by now: an opened context is always tracked.
         if not self._session.start(cid, options, now):

@@ -41,6 +41,7 @@ from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode
+from voxflow.text.ssml import SsmlDialect, SsmlError, written_text
 from voxflow.transports.elevenlabs.alignment import ChunkAlignment
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
@@ -49,6 +50,9 @@ from voxflow.transports.json_body import RequestBody
 from voxflow.transports.request_protocol import RequestProtocol
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
+# ``enable_ssml_parsing``: breaks of up to 3 s, as ElevenLabs allows; text from an LLM keeps its
+# bare "&" and "<" as text.
+SSML_DIALECT = SsmlDialect(max_break_ms=3000.0, lenient=True)
 # ElevenLabs voice ids are 20 alphanumeric characters (e.g. "21m00Tcm4TlvDq8ikWAM").
 ELEVENLABS_VOICE_ID = re.compile(r"[A-Za-z0-9]{20}")
 
@@ -216,6 +220,7 @@ class SpeechBody(RequestBody):
     previous_text: str | None = None
     next_text: str | None = None
     apply_text_normalization: str | None = None
+    enable_ssml_parsing: bool | None = None  # the query's ``enable_ssml_parsing`` too
 
 
 @dataclass(frozen=True)
@@ -228,6 +233,8 @@ class TtsPlan:
     settings: VoiceSettings
     normalization: NormalizationMode
     lexicon: Lexicon | None = None  # of the request's pronunciation dictionaries
+    markup: SsmlDialect | None = None  # enable_ssml_parsing
+    written: str = ""  # the text as alignments index it (markup left out)
 
 
 def plan(
@@ -236,9 +243,11 @@ def plan(
     body: SpeechBody,
     output_format: str | None,
     dictionaries: Dictionaries = no_dictionaries,
+    ssml: bool = False,
 ) -> TtsPlan:
     """Check a request; ``SessionError`` if it is refused. ``dictionaries`` gives the lexicon
-    of the request's locators (it may read the dictionary store)."""
+    of the request's locators (it may read the dictionary store); ``ssml``: the query's
+    ``enable_ssml_parsing``."""
     body = body.checked()
     fmt = check_output_format(output_format)
     voice_name = resolve_voice_id(context, voice_id)
@@ -248,7 +257,14 @@ def plan(
     # Cleaned before anything uses it: the alignment's characters are the text's.
     text = options.clean_text(body.text)
     lexicon = dictionaries(parse_locators(body.pronunciation_dictionary_locators))
-    return TtsPlan(text, voice_name, fmt, settings, normalization, lexicon)
+    markup = SSML_DIALECT if ssml or body.enable_ssml_parsing else None
+    written = text
+    if markup is not None:
+        try:
+            written = written_text(text, markup)
+        except SsmlError as error:
+            raise SessionError("invalid_ssml", str(error)) from None
+    return TtsPlan(text, voice_name, fmt, settings, normalization, lexicon, markup, written)
 
 
 async def text_to_speech(
@@ -259,9 +275,11 @@ async def text_to_speech(
     stream: bool,
     timestamps: bool,
     owner: str = "",
+    ssml: bool = False,
 ) -> Response:
     """The four ``/v1/text-to-speech/{voice_id}...`` endpoints; ``owner`` (``transports.owner``)
-    is whose pronunciation dictionaries the request may name."""
+    is whose pronunciation dictionaries the request may name; ``ssml``: the query's
+    ``enable_ssml_parsing``."""
     try:
         checked = plan(
             gateway.context,
@@ -269,6 +287,7 @@ async def text_to_speech(
             body,
             output_format,
             partial(locators_lexicon, gateway.dictionaries, owner),
+            ssml,
         )
     except SessionError as error:
         return error_response(error)
@@ -278,12 +297,13 @@ async def text_to_speech(
         settings=checked.settings,
         normalization=checked.normalization,
         lexicon=checked.lexicon,
+        markup=checked.markup,
     )
     protocol: RequestProtocol
     if not timestamps:
         protocol = TtsAudio(checked.output_format.media_type)
     elif stream:
-        protocol = TtsLines(checked.text)
+        protocol = TtsLines(checked.written)
     else:
-        protocol = TtsWhole(checked.text)
+        protocol = TtsWhole(checked.written)
     return speak_request(gateway, "elevenlabs_http", start, checked.text, protocol)

@@ -11,7 +11,11 @@ Client messages (JSON text frames):
   "generation_config": {"chunk_length_schedule": [...]}}`` (plus ``"context_id"`` on
   multi-stream); only ``voice_settings.speed`` changes the voice;
   ``pronunciation_dictionary_locators`` (up to 3, this server's dictionaries) become the
-  context's lexicon; API keys in any spelling are accepted and ignored;
+  context's lexicon; API keys in any spelling are accepted and ignored; ``voice_settings`` in a
+  later message of an open context changes the speed of the text that follows;
+* ``enable_ssml_parsing=true`` in the query reads every context's text as SSML
+  (``voxflow.text.ssml``, ElevenLabs' 3-second break limit, a bare ``&`` or ``<`` is text);
+  alignments then index the text with its markup left out;
 * ``{"text": "Hello ", "flush": false, "try_trigger_generation": true}`` appends text (the
   segmenter already cuts as early as the schedule allows, so ``try_trigger_generation`` changes
   nothing); ``"flush": true`` then synthesizes everything buffered. A message that starts a
@@ -208,11 +212,16 @@ class ElevenLabsProtocol:
                 "context_closing",
                 f"context {cid!r} is closing; wait for its isFinal before reusing the id",
             )
+        elif message.get("voice_settings") is not None:
+            # Later voice settings change the speed of the text that follows.
+            speed = elevenlabs_http.voice_settings(message.get("voice_settings"), None).speed
+            self._session.delivery(cid, now, speed=speed)
         if text:
             # Sentences sent as separate messages with no space between them (Pipecat).
             text = separate_sentences(context.text, text)
             self._session.text(cid, text, now)
-            context.text += text
+            # What the alignment indexes: the text as the session took it (SSML's markup out).
+            context.text = self._session.written_text(cid) or context.text
             context.unflushed = context.unflushed or not text.isspace()
         if flush:
             self._session.flush(cid, now)
@@ -242,6 +251,7 @@ class ElevenLabsProtocol:
             lexicon=self._dictionaries(
                 parse_locators(message.get("pronunciation_dictionary_locators"))
             ),
+            markup=elevenlabs_http.SSML_DIALECT if self.options.ssml else None,
         )
         if not self._session.start(cid, options, now):
             return None

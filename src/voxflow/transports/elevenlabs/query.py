@@ -33,6 +33,7 @@ class ConnectionOptions:
     normalization: NormalizationMode
     # ``sync_alignment=true``: alignment times count from the start of the context's audio.
     sync_alignment: bool = False
+    ssml: bool = False  # ``enable_ssml_parsing=true``: every context's text is SSML
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool | None:
@@ -58,8 +59,8 @@ def _integer(query: Mapping[str, str], name: str) -> int | None:
 def parse_connection(
     context: ProtocolContext, voice_id: str, query: Mapping[str, str]
 ) -> ConnectionOptions:
-    """Validate the query string. ``model_id``, ``language_code``, ``enable_logging``,
-    ``enable_ssml_parsing`` and ``authorization`` are accepted and ignored."""
+    """Validate the query string. ``model_id``, ``language_code``, ``enable_logging`` and
+    ``authorization`` are accepted and ignored."""
     fmt = elevenlabs_http.check_output_format(query.get("output_format"))
     voice = elevenlabs_http.resolve_voice_id(context, voice_id)
     timeout = _integer(query, "inactivity_timeout")
@@ -81,4 +82,5 @@ def parse_connection(
         float(timeout),
         elevenlabs_http.normalization_mode(query.get("apply_text_normalization")),
         _flag(query, "sync_alignment") is True,
+        _flag(query, "enable_ssml_parsing") is True,
     )

@@ -79,6 +79,7 @@ def mount_elevenlabs(app: FastAPI, gateway_of: GatewayAccess) -> None:
             stream,
             timestamps,
             scope_owner(request.scope),
+            request.query_params.get("enable_ssml_parsing", "").lower() in ("true", "1"),
         )
 
     # The body's schema for the API docs, since FastAPI does not read it.

@@ -34,6 +34,7 @@ from voxflow.session.options import (
 )
 from voxflow.session.session import Session
 from voxflow.text.lexicon import Lexicon, LexiconEntry
+from voxflow.text.ssml import SSML
 from voxflow.transports.close_codes import (
     FAILURE_CLOSE,
     NORMAL_CLOSURE,
@@ -46,7 +47,8 @@ from voxflow.transports.native.errors import error_body
 
 __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 
-MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel", "prefetch")
+MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel", "prefetch", "settings")
+TEXT_FORMATS = {"text": None, "ssml": SSML}
 MAX_LEXICON_ENTRIES = 1000
 
 
@@ -107,6 +109,10 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         seed=_field(message, "seed", int),
         speaker_id=_field(message, "speaker_id", int),
     )
+    text_format = _field(message, "text_format", str) or "text"
+    if text_format not in TEXT_FORMATS:
+        raise SessionError("unsupported_text_format", "text_format must be 'text' or 'ssml'")
+    volume = finite_number(message.get("volume"), "volume")
     return StartOptions(
         voice=_field(message, "voice", str),
         normalization=normalization_mode(_field(message, "apply_text_normalization", str)),
@@ -115,6 +121,9 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         settings=settings,
         chunk_length_schedule=None if schedule is None else tuple(schedule),
         auto_mode=_field(message, "auto_mode", bool),
+        markup=TEXT_FORMATS[text_format],
+        volume=1.0 if volume is None else volume,
+        sentence_pause_ms=finite_number(message.get("sentence_pause_ms"), "sentence_pause_ms"),
     )
 
 
@@ -193,6 +202,16 @@ class NativeProtocol:
             if not isinstance(text, str):
                 raise SessionError("invalid_message", "prefetch message needs a string 'text'")
             session.prefetch(context_id, parse_start(message), clean_text(text), now)
+        elif kind == "settings":
+            session.delivery(
+                context_id,
+                now,
+                speed=finite_number(message.get("speed"), "speed"),
+                volume=finite_number(message.get("volume"), "volume"),
+                sentence_pause_ms=finite_number(
+                    message.get("sentence_pause_ms"), "sentence_pause_ms"
+                ),
+            )
         elif kind == "cancel":
             played_ms = finite_number(message.get("played_ms"), "played_ms")
             if played_ms is not None and played_ms < 0:

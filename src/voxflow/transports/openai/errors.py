@@ -24,7 +24,8 @@ PARAMS: Mapping[str, str] = MappingProxyType(
         "unsupported_voice": "voice",
         "unsupported_format": "response_format",
         "text_too_long": "input",
-        "unsupported_text_format": "input",
+        "unsupported_text_format": "text_format",
+        "invalid_ssml": "input",
     }
 )
 

@@ -25,6 +25,7 @@ from voxflow.engines.base import VoiceSettings
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.options import StartOptions
+from voxflow.text.ssml import SSML, SsmlDialect
 from voxflow.transports.http_response import speak_request
 from voxflow.transports.json_body import BodyError, RequestBody
 from voxflow.transports.openai.errors import openai_error
@@ -48,6 +49,8 @@ class SpeechRequest(RequestBody):
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None  # accepted, not used: Piper voices take no instructions
     seed: int | None = None  # voxflow extension: reproducible audio
+    # voxflow extension: "ssml" reads ``input`` as SSML (voxflow.text.ssml); "text" is plain.
+    text_format: Literal["text", "ssml"] = "text"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class SpeechPlan:
     output_format: OutputFormat
     settings: VoiceSettings
     sse: bool
+    markup: SsmlDialect | None = None
 
 
 def error_response(error: SessionError) -> JSONResponse:
@@ -88,7 +92,8 @@ def plan(request: SpeechRequest, context: ProtocolContext) -> SpeechPlan:
     text = options.clean_text(request.input)
     voice = resolve_voice(context, request.voice)
     settings = options.voice_settings(speed=request.speed, seed=request.seed)
-    return SpeechPlan(text, voice, fmt, settings, request.stream_format == "sse")
+    markup = SSML if request.text_format == "ssml" else None
+    return SpeechPlan(text, voice, fmt, settings, request.stream_format == "sse", markup)
 
 
 async def speech(request: SpeechRequest, gateway: Gateway) -> Response:
@@ -97,7 +102,10 @@ async def speech(request: SpeechRequest, gateway: Gateway) -> Response:
     except SessionError as error:
         return error_response(error)
     start = StartOptions(
-        voice=checked.voice, output_format=checked.output_format.name, settings=checked.settings
+        voice=checked.voice,
+        output_format=checked.output_format.name,
+        settings=checked.settings,
+        markup=checked.markup,
     )
     protocol = (
         SpeechEvents(checked.text) if checked.sse else SpeechAudio(checked.output_format.media_type)

@@ -11,7 +11,8 @@ import warnings
 from typing import Any
 
 from voxflow.session.errors import SessionError
-from voxflow.session.options import clean_text
+from voxflow.session.options import clean_text, shown
+from voxflow.text.ssml import SSML, SsmlDialect
 
 with warnings.catch_warnings():
     # wyoming.audio imports the stdlib ``audioop``, which warns about its removal on 3.11-3.12
@@ -30,12 +31,12 @@ __all__ = [
     "audio_chunk",
     "audio_start",
     "audio_stop",
-    "check_text_format",
     "error_event",
     "pong",
     "request_text",
     "requested_voice",
     "synthesize_stopped",
+    "text_format",
 ]
 
 SAMPLE_WIDTH = 2  # bytes: every pcm_* format is s16le
@@ -69,10 +70,17 @@ def requested_voice(data: dict[str, Any], event_type: str) -> SynthesizeVoice | 
     return voice
 
 
-def check_text_format(data: dict[str, Any]) -> None:
-    if data.get("text_format") == "ssml":
-        # Piper would read the tags aloud.
-        raise SessionError("unsupported_text_format", "SSML is not supported; send plain text")
+def text_format(data: dict[str, Any]) -> SsmlDialect | None:
+    """How to read the request's text: ``text_format`` ``"ssml"`` is SSML, ``"text"`` or none
+    plain text."""
+    raw = data.get("text_format")
+    if raw is None or raw == "text":
+        return None
+    if raw == "ssml":
+        return SSML
+    raise SessionError(
+        "unsupported_text_format", f"text_format must be 'text' or 'ssml', got {shown(raw)}"
+    )
 
 
 # -- server -> client ------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import AudioOut, ClientEvent, CloseOut, DoneOut, ErrorOut
 from voxflow.session.options import StartOptions
 from voxflow.session.session import Session
+from voxflow.text.ssml import SsmlDialect
 from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
 from voxflow.transports.wyoming import events
 from voxflow.transports.wyoming.framing import BadEvent
@@ -184,9 +185,9 @@ class WyomingProtocol:
         if self._stream_open():
             return  # the copy of the streamed text that Home Assistant sends for old servers
         text = events.request_text(data, "synthesize")
-        events.check_text_format(data)
+        markup = events.text_format(data)
         voice, speaker_id = resolve_voice(self._context, events.requested_voice(data, "synthesize"))
-        context_id = self._begin(voice, speaker_id, streaming=False)
+        context_id = self._begin(voice, speaker_id, streaming=False, markup=markup)
         if context_id is not None:
             self._feed(context_id, text)
             self._session.end(context_id, self._clock())
@@ -197,7 +198,7 @@ class WyomingProtocol:
                 "stream_open", "a synthesis stream is already open; send synthesize-stop first"
             )
         try:
-            events.check_text_format(data)
+            markup = events.text_format(data)
             voice, speaker_id = resolve_voice(
                 self._context, events.requested_voice(data, "synthesize-start")
             )
@@ -206,7 +207,7 @@ class WyomingProtocol:
             # the stream stays open (with nothing to synthesize) until its synthesize-stop.
             self._request = _Request(None, 0, streaming=True, input_done=False)
             raise
-        self._begin(voice, speaker_id, streaming=True)
+        self._begin(voice, speaker_id, streaming=True, markup=markup)
 
     def _synthesize_chunk(self, data: dict[str, Any]) -> None:
         request = self._request
@@ -232,7 +233,13 @@ class WyomingProtocol:
         self._session.end(request.context_id, self._clock())
         return []
 
-    def _begin(self, voice: VoiceInfo, speaker_id: int | None, streaming: bool) -> str | None:
+    def _begin(
+        self,
+        voice: VoiceInfo,
+        speaker_id: int | None,
+        streaming: bool,
+        markup: SsmlDialect | None = None,
+    ) -> str | None:
         """Open the request's context; its id, or None if the session refused it."""
         context_id = f"wyoming-{next(self._ids)}"
         request = _Request(context_id, voice.sample_rate, streaming, input_done=not streaming)
@@ -246,6 +253,7 @@ class WyomingProtocol:
                 # A whole-text request is rendered as fast as possible (its client may wait
                 # for all of it); a streamed one keeps pace with playback like a WebSocket.
                 paced=streaming,
+                markup=markup,
             ),
             self._clock(),
         )
