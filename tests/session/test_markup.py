@@ -209,9 +209,11 @@ def test_the_delivery_changes_mid_context_for_the_text_that_follows(
     session.text("a", "and then. Go on.", 0.0)
     session.end("a", 0.0)
     submits = [o.request for o in session.drain() if isinstance(o, SubmitSegment)]
+    # A pause after a sentence of its own: each sentence is a piece from then on.
     assert [(r.text, r.settings.speed) for r in submits] == [
         ("Slow down here", 1.0),
-        ("and then. Go on.", 0.8),
+        ("and then.", 0.8),
+        ("Go on.", 0.8),
     ]
     session.delivery("a", 0.0, volume=9.0)
     [error] = _errors(session.drain())
@@ -231,6 +233,21 @@ def test_a_context_sets_its_pause_after_a_sentence(registry: VoiceRegistry) -> N
 
     assert gap(900.0) == pytest.approx(900.0, abs=30.0)
     assert gap(None) < 400.0
+
+
+def test_a_pause_after_a_sentence_makes_every_sentence_a_piece(registry: VoiceRegistry) -> None:
+    session = _session(registry)
+    session.start("a", StartOptions(sentence_pause_ms=700.0), 0.0)
+    session.text("a", "Hi. Yes. Short ones. ", 0.0)
+    session.delivery("a", 0.0, sentence_pause_ms=500.0)  # the same rule from here on
+    session.text("a", "More. Here.", 0.0)
+    session.end("a", 0.0)
+    outputs = InstantRuntime(session).serve(0.0)
+    assert _pieces(outputs) == ["Hi.", "Yes.", "Short ones.", "More.", "Here."]
+    words = _words(outputs)
+    gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(words)]
+    assert gaps[:2] == [pytest.approx(700.0, abs=30.0)] * 2
+    assert gaps[-1] == pytest.approx(500.0, abs=30.0)
 
 
 def test_bad_markup_is_refused_with_a_clear_error_and_loses_nothing(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.support.buffer_runs import check_segments, run, split_at, texts
 from tests.support.segment_texts import GOLDEN_TEXTS, tricky_text
 from voxflow.text.buffer import TextBuffer
-from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
+from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy, every_sentence
 
 
 def ends(segments: list[Segment]) -> list[SegmentEnd]:
@@ -245,6 +245,20 @@ def test_a_cut_keeps_the_turn_and_is_never_a_lead() -> None:
         SegmentEnd.SENTENCE,
     )
     assert (second.index, second.turn_first, second.lead) == (1, False, False)
+
+
+def test_a_buffer_reconfigured_between_cuts_cuts_by_its_new_rule() -> None:
+    buffer = TextBuffer(ChunkingConfig())
+    assert buffer.feed("One. Two. Three. Four") == [
+        Segment("One.", 0, 4, SegmentEnd.SENTENCE, 0, True)
+    ]
+    with pytest.raises(ValueError, match="holds text"):
+        buffer.reconfigure(every_sentence(ChunkingConfig()))
+    buffer.cut()
+    buffer.reconfigure(every_sentence(ChunkingConfig()))
+    assert [s.text for s in buffer.feed(" Five. Six. Seven")] == ["Five.", "Six."]
+    assert every_sentence(ChunkingConfig(auto_mode=True)) == ChunkingConfig(auto_mode=True)
+    assert every_sentence(ChunkingConfig()).effective_schedule == (20, 1)
 
 
 def test_flush_resets_index_even_without_text() -> None:

@@ -34,6 +34,7 @@ from voxflow.client.messages import (
     end_message,
     flush_message,
     parse_event,
+    settings_message,
     start_message,
     text_message,
 )
@@ -131,6 +132,9 @@ class VoxflowClient:
         seed: int | None = None,
         chunk_length_schedule: Sequence[int] | None = None,
         auto_mode: bool | None = None,
+        text_format: str | None = None,
+        volume: float | None = None,
+        sentence_pause_ms: float | None = None,
     ) -> float:
         return await self.send_message(
             start_message(
@@ -141,6 +145,24 @@ class VoxflowClient:
                 seed=seed,
                 chunk_length_schedule=chunk_length_schedule,
                 auto_mode=auto_mode,
+                text_format=text_format,
+                volume=volume,
+                sentence_pause_ms=sentence_pause_ms,
+            )
+        )
+
+    async def settings(
+        self,
+        context_id: str,
+        *,
+        speed: float | None = None,
+        volume: float | None = None,
+        sentence_pause_ms: float | None = None,
+    ) -> float:
+        """Change the context's speed, volume or pause after a sentence for what follows."""
+        return await self.send_message(
+            settings_message(
+                context_id, speed=speed, volume=volume, sentence_pause_ms=sentence_pause_ms
             )
         )
 

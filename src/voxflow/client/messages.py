@@ -129,6 +129,9 @@ def start_message(
     seed: int | None = None,
     chunk_length_schedule: Sequence[int] | None = None,
     auto_mode: bool | None = None,
+    text_format: str | None = None,
+    volume: float | None = None,
+    sentence_pause_ms: float | None = None,
 ) -> dict[str, object]:
     """A ``start`` message; options left as ``None`` are left out, so the server's defaults hold."""
     message: dict[str, object] = {
@@ -144,7 +147,24 @@ def start_message(
         if chunk_length_schedule is None
         else list(chunk_length_schedule),
         "auto_mode": auto_mode,
+        "text_format": text_format,
+        "volume": volume,
+        "sentence_pause_ms": sentence_pause_ms,
     }
+    message.update({k: v for k, v in optional.items() if v is not None})
+    return message
+
+
+def settings_message(
+    context_id: str,
+    *,
+    speed: float | None = None,
+    volume: float | None = None,
+    sentence_pause_ms: float | None = None,
+) -> dict[str, object]:
+    """A ``settings`` message: the context's delivery for the text that follows."""
+    message: dict[str, object] = {"type": "settings", "context_id": context_id}
+    optional = {"speed": speed, "volume": volume, "sentence_pause_ms": sentence_pause_ms}
     message.update({k: v for k, v in optional.items() if v is not None})
     return message
 

@@ -47,7 +47,7 @@ from voxflow.session.markup import Cut, Markup, MarkupStep, Pause, Restyle, Writ
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
 from voxflow.text.buffer import TextBuffer
-from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd
+from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, every_sentence
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
 from voxflow.text.ssml import SsmlDialect, Style
 
@@ -266,6 +266,8 @@ class Context:
             return []
         requests = self._cut(None)
         self._delivery = delivery
+        if sentence_pause_ms is not None:
+            self.buffer.reconfigure(every_sentence(self.buffer.config))
         return requests
 
     def _steps(self, steps: list[MarkupStep], now: float) -> list[SegmentRequest]:

@@ -31,7 +31,7 @@ from voxflow.session.context import (
     ContextOptions,
 )
 from voxflow.session.errors import SessionError
-from voxflow.text.chunking import ChunkingConfig
+from voxflow.text.chunking import ChunkingConfig, every_sentence
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 from voxflow.text.ssml import SsmlDialect
@@ -320,6 +320,8 @@ def context_options(
         if options.auto_mode is not None:
             chunking = replace(chunking, auto_mode=options.auto_mode)
         chunking = _lead_for_decoder(chunking, fmt.decoder_read_s, options.settings.speed)
+        if options.sentence_pause_ms is not None:
+            chunking = every_sentence(chunking)
     except ValueError as error:
         raise SessionError("invalid_message", str(error)) from error
     return ContextOptions(

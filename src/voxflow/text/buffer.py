@@ -137,6 +137,17 @@ class TextBuffer:
     def config(self) -> ChunkingConfig:
         return self._config
 
+    def reconfigure(self, config: ChunkingConfig) -> None:
+        """Cut by ``config`` from here on; only while nothing is buffered (after a ``cut``), so
+        no segment is cut by two rules."""
+        if self.has_content:
+            raise ValueError("the buffer holds text: cut it before changing how it cuts")
+        self._config = config
+        self._schedule = config.effective_schedule
+        self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
+        self._leads = config.leads
+        self._restart_search()
+
     @property
     def buffered(self) -> str:
         """Text fed but not yet emitted (including whitespace after the last segment)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "AUTO_MODE_LOOKAHEAD_S",
@@ -17,6 +17,7 @@ __all__ = [
     "Segment",
     "SegmentEnd",
     "Strategy",
+    "every_sentence",
 ]
 
 MIN_MAX_CHARS = 20
@@ -192,3 +193,13 @@ class Segment:
     index: int  # position within the current turn, from 0
     turn_first: bool  # index == 0
     lead: bool = False
+
+
+def every_sentence(config: ChunkingConfig) -> ChunkingConfig:
+    """``config`` with every sentence a segment of its own, so that the pause after each one is
+    a join the seam joiner sets (a context's own pause after a sentence). Only the adaptive
+    strategy merges short sentences: its later minimums become 1; the first segment's, and
+    every other strategy, stay as they are."""
+    if config.auto_mode or config.strategy is not Strategy.ADAPTIVE:
+        return config
+    return replace(config, chunk_length_schedule=(config.effective_schedule[0], 1))

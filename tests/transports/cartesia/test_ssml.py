@@ -1,0 +1,88 @@
+"""Cartesia's inline tags against a real server: the official ``cartesia`` SDK pushing a
+transcript in pieces that split the tags, and ``/tts/bytes``. Word timestamps are the
+transcript's words with the tags left out."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+import httpx
+from cartesia import Cartesia
+from cartesia.lib._tts import TTSResourceConnection
+
+VOICE = {"mode": "id", "id": "a0e99841-438c-4a64-b679-ae501e7d6091"}
+S16_24K = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
+TRANSCRIPT = (
+    'Hello, my name is Sonic.<break time="1s"/>My code is <spell>AB-12</spell>. '
+    '<speed ratio="0.7"/>I speak slowly now, <volume ratio="1.5"/>and AT&T louder.'
+)
+WRITTEN = "Hello, my name is Sonic.My code is AB-12. I speak slowly now, and AT&T louder."
+
+
+@contextlib.contextmanager
+def _sdk(server_url: str) -> Iterator[TTSResourceConnection]:
+    with (
+        Cartesia(
+            api_key="sk_test",
+            base_url=server_url,
+            websocket_base_url=server_url.replace("http://", "ws://"),
+        ) as client,
+        client.tts.websocket_connect(
+            websocket_connection_options={"legacy": True}  # type: ignore[typeddict-unknown-key]
+        ) as connection,
+    ):
+        yield connection
+
+
+def test_tags_pushed_in_pieces_are_spoken_and_timed_on_the_written_words(
+    server_url: str,
+) -> None:
+    with _sdk(server_url) as connection:
+        ctx = connection.context(
+            model_id="sonic-3",
+            voice=VOICE,
+            output_format=S16_24K,
+            add_timestamps=True,
+            timeout=60,
+        )
+        for piece in re.findall(r".{1,9}", TRANSCRIPT):
+            ctx.push(piece)
+        ctx.no_more_inputs()
+        events = list(ctx.receive())
+    assert events[-1].type == "done"
+    assert "error" not in {e.type for e in events}
+    stamps = [e.word_timestamps for e in events if e.type == "timestamps"]
+    words = [w for s in stamps for w in s.words]
+    starts = [t for s in stamps for t in s.start]
+    ends = [t for s in stamps for t in s.end]
+    # (The normalizer reads "AT&T" in three parts, as it does in plain text.)
+    expected = WRITTEN.replace(".My", ". My").replace("AT&T", "AT & T")
+    assert " ".join(words) == " ".join(expected.split())
+    # The break: a second between "Sonic." and "My".
+    at = words.index("Sonic.")
+    assert 0.9 < starts[at + 1] - ends[at] < 1.4
+    # The spelled code ("eigh B one two") is one word over all its sound: longer than "name".
+    code, name = words.index("AB-12."), words.index("name")
+    assert ends[code] - starts[code] > 2.5 * (ends[name] - starts[name])
+
+
+def test_tts_bytes_reads_the_tags(server_url: str) -> None:
+    def seconds(transcript: str) -> float:
+        body = {
+            "model_id": "sonic-3",
+            "transcript": transcript,
+            "voice": VOICE,
+            "output_format": {**S16_24K, "container": "raw"},
+        }
+        with httpx.Client(timeout=60) as http:
+            response = http.post(
+                server_url + "/tts/bytes", json=body, headers={"Cartesia-Version": "2025-04-16"}
+            )
+        assert response.status_code == 200, response.text
+        return len(response.content) / 2 / 24000
+
+    plain = seconds("Good morning. See you soon.")
+    paused = seconds('Good morning.<break time="2s"/>See you soon.')
+    assert 1.5 < paused - plain < 2.5
