@@ -9,7 +9,8 @@ The public API: what an application that embeds voxflow, or drives a voxflow ser
 * A server elsewhere: ``VoxflowClient`` speaks the native WebSocket protocol; ``speak`` records
   one context's audio and word timings; ``PlayoutBuffer`` models a client's player.
 * The settings they take: ``VoiceSettings`` (speed, seed, speaker), ``StartOptions`` (a context's
-  voice, settings, format, normalization), ``SessionConfig`` and ``ChunkingConfig``.
+  voice, settings, format, normalization, markup: ``SSML`` or another ``SsmlDialect``, volume,
+  pause after a sentence), ``SessionConfig`` and ``ChunkingConfig``.
 
 Everything else is internal: its modules move as the code does.
 """
@@ -34,9 +35,11 @@ from voxflow.server.app import create_app
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.text.chunking import ChunkingConfig, Strategy
 from voxflow.text.normalize.normalizer import NormalizationMode
+from voxflow.text.ssml import SSML, SsmlDialect
 from voxflow.version import __version__
 
 __all__ = [
+    "SSML",
     "ChunkingConfig",
     "ContextRecorder",
     "ContextResult",
@@ -49,6 +52,7 @@ __all__ = [
     "SayStats",
     "ServerSettings",
     "SessionConfig",
+    "SsmlDialect",
     "StartOptions",
     "Strategy",
     "VoiceNotFoundError",

@@ -1,0 +1,49 @@
+"""SSML heard as intended: words spoken by ``<sub>`` and ``<phoneme>`` through the public API's
+``LocalSpeaker`` and the real voice, transcribed by PocketSphinx (``voxflow_bench
+.intelligibility``): the recogniser hears the alias or the phonemes' word, not the written one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from voxflow import SSML, LocalSpeaker, SessionConfig, StartOptions, VoiceRegistry, build_engine
+from voxflow import VoiceSettings as Settings
+from voxflow_bench.intelligibility import Transcriber
+
+
+@pytest.fixture(scope="module")
+def heard() -> Iterator[Callable[[str, bool], str]]:
+    transcriber = Transcriber()
+    with LocalSpeaker(build_engine(VoiceRegistry()), SessionConfig("joe")) as speaker:
+
+        def hear(text: str, ssml: bool) -> str:
+            options = StartOptions(markup=SSML if ssml else None, settings=Settings(seed=1))
+            result = speaker.say(text, options)
+            return transcriber.transcribe(result.audio, result.sample_rate)
+
+        yield hear
+
+
+@pytest.mark.parametrize(
+    ("plain", "marked", "intended"),
+    [
+        ("The UN met today.", 'The <sub alias="United Nations">UN</sub> met today.', "united nations"),
+        (
+            "I love the sky today.",
+            'I love the <phoneme alphabet="cmu-arpabet" ph="W EH1 DH ER0">sky</phoneme> today.',
+            "the weather",
+        ),
+        (
+            "I love the sky today.",
+            'I love the <phoneme alphabet="ipa" ph="ˈwɛðɚ">sky</phoneme> today.',
+            "the weather",
+        ),
+    ],
+)  # fmt: skip
+def test_an_alias_or_phoneme_word_is_heard_as_intended(
+    heard: Callable[[str, bool], str], plain: str, marked: str, intended: str
+) -> None:
+    assert intended in heard(marked, True)
+    assert intended not in heard(plain, False)  # the written word, without the markup
