@@ -29,7 +29,11 @@ def heard() -> Iterator[Callable[[str, bool], str]]:
 @pytest.mark.parametrize(
     ("plain", "marked", "intended"),
     [
-        ("The UN met today.", 'The <sub alias="United Nations">UN</sub> met today.', "united nations"),
+        (
+            "The UN met today.",
+            'The <sub alias="United Nations">UN</sub> met today.',
+            "united nations",
+        ),
         (
             "I love the sky today.",
             'I love the <phoneme alphabet="cmu-arpabet" ph="W EH1 DH ER0">sky</phoneme> today.',
