@@ -39,6 +39,7 @@ BENCH_COMMANDS = frozenset(
         "bench-encoders",
         "bench-engine",
         "bench-intelligibility",
+        "bench-markup",
         "bench-prosody",
     }
 )
@@ -164,6 +165,23 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     intelligibility.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
 
+    markup = commands.add_parser(
+        "bench-markup",
+        help="SSML's cost in time to first audio (plain against tagged replies, as LLM tokens) "
+        "and a pronunciation dictionary's cost per segment",
+    )
+    markup.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
+    )
+    markup.add_argument("--corpus", type=Path, help="replies file (default: bundled)")
+    markup.add_argument("--replies", type=int, help="only the first N replies")
+    markup.add_argument("--rounds", type=int, default=2, help="runs of each reply, each way")
+    markup.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+    markup.add_argument("--entries", type=int, default=100, help="dictionary entries")
+    markup.add_argument(
+        "--sections", default="ttfa,dictionary", help="ttfa, dictionary (default %(default)s)"
+    )
+
     _add_prosody_parser(commands)
 
 
@@ -184,6 +202,8 @@ def bench_command(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if args.command == "bench-prosody":
         return _bench_prosody(args, out)
+    if args.command == "bench-markup":
+        return _bench_markup(args, out)
     raise ValueError(f"not a benchmark command: {args.command}")
 
 
@@ -376,6 +396,21 @@ def _bench_cache(args: argparse.Namespace, out: TextIO) -> int:
     print(report.render(), file=out)
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    return 0
+
+
+def _bench_markup(args: argparse.Namespace, out: TextIO) -> int:
+    from voxflow_bench.markup import dictionary_cost, markup_ttfa  # noqa: PLC0415
+
+    sections = {part.strip() for part in args.sections.split(",") if part.strip()}
+    if not sections or sections - {"ttfa", "dictionary"}:
+        raise ValueError(f"--sections must be among ttfa, dictionary, got {args.sections}")
+    replies = _replies(args)
+    if "dictionary" in sections:
+        print(dictionary_cost(replies, args.entries).render(), file=out)
+    if "ttfa" in sections:
+        result = asyncio.run(markup_ttfa(args.url, replies, args.rounds, args.token_rate))
+        print(result.render(), file=out)
     return 0
 
 
