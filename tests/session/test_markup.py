@@ -335,3 +335,61 @@ def test_every_two_way_split_gives_the_same_timings(registry: VoiceRegistry) -> 
     whole = _result(registry, [DOCUMENT])
     for cut in range(1, len(DOCUMENT), 3):
         assert _result(registry, [DOCUMENT[:cut], DOCUMENT[cut:]]) == whole, cut
+
+
+# -- bad markup of any kind, in any chunks: an error each time, never a crash ---------------------
+
+FRAGMENTS = [
+    "Hello there. ",
+    "AT&T ",
+    "&amp; ",
+    "&bogus; ",
+    "< ",
+    "<",
+    ">",
+    "<speak>",
+    "</speak>",
+    "<p>",
+    "</s>",
+    '<break time="300ms"/>',
+    '<break time="forever"/>',
+    '<break time="99s"/>',
+    '<prosody rate="fast">',
+    "</prosody>",
+    '<prosody volume="loud"',
+    '<sub alias="United Nations">UN</sub>',
+    "<sub>x</sub>",
+    '<say-as interpret-as="date">soon</say-as>',
+    '<say-as interpret-as="telephone">555-0100</say-as>',
+    '<phoneme alphabet="cmu-arpabet" ph="ZZ9">x</phoneme>',
+    '<phoneme ph="həˈloʊ">hello</phoneme>',
+    "<!-- a comment",
+    " -->",
+    "\x00",
+    "🙂 ",
+]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(
+    parts=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 300), max_size=8),
+    dialect=st.sampled_from([SSML, CARTESIA_TAGS]),
+)
+def test_bad_markup_in_any_chunks_is_an_error_never_a_crash(
+    parts: list[str], cuts: list[int], dialect: SsmlDialect
+) -> None:
+    registry = VoiceRegistry(None)
+    document = "".join(parts)
+    points = [0, *sorted({min(c, len(document)) for c in cuts}), len(document)]
+    session = _session(registry)
+    session.start("a", StartOptions(markup=dialect), 0.0)
+    for start, end in itertools.pairwise(points):
+        session.text("a", document[start:end], 0.0)
+    session.end("a", 0.0)
+    outputs = InstantRuntime(session).serve(0.0)
+    assert {e.code for e in _errors(outputs)} <= {"invalid_ssml"}
+    assert all("at character" in e.message for e in _errors(outputs))
+    assert isinstance(outputs[-1], DoneOut)
+    written = session.written_text("a")
+    assert written is None  # done: the context is gone

@@ -128,3 +128,35 @@ def test_malformed_pls_is_refused(client: ElevenLabs) -> None:
     assert refused.value.status_code == 400
     assert isinstance(refused.value.body, dict)
     assert "well-formed" in refused.value.body["detail"]["message"]
+
+
+def test_each_api_key_has_its_own_dictionaries_through_a_server(
+    server_factory: Callable[..., contextlib.AbstractContextManager[str]], tmp_path: Path
+) -> None:
+    with (
+        server_factory(dictionaries_dir=tmp_path, workers=1, api_keys=("key-a", "key-b")) as url,
+        httpx.Client(timeout=60) as http,
+    ):
+        alice = ElevenLabs(base_url=url, api_key="key-a", httpx_client=http)
+        bob = ElevenLabs(base_url=url, api_key="key-b", httpx_client=http)
+        made = alice.pronunciation_dictionaries.create_from_rules(
+            name="Mine", rules=[Alias(string_to_replace="UN", alias="United Nations")]
+        )
+        assert [
+            d.id for d in alice.pronunciation_dictionaries.list().pronunciation_dictionaries
+        ] == [made.id]
+        # Another key neither lists, reads nor uses it: to it, the id names nothing.
+        assert bob.pronunciation_dictionaries.list().pronunciation_dictionaries == []
+        with pytest.raises(ApiError) as raised:
+            bob.pronunciation_dictionaries.get(made.id)
+        assert raised.value.status_code == 404
+        locator = PronunciationDictionaryVersionLocator(pronunciation_dictionary_id=made.id)
+        with pytest.raises(ApiError) as raised:
+            bob.text_to_speech.convert_with_timestamps(
+                "joe", text=TEXT, pronunciation_dictionary_locators=[locator]
+            )
+        assert raised.value.status_code == 404
+        spoken = alice.text_to_speech.convert_with_timestamps(
+            "joe", text=TEXT, output_format="pcm_22050", pronunciation_dictionary_locators=[locator]
+        )
+        assert spoken.alignment is not None and "".join(spoken.alignment.characters) == TEXT
