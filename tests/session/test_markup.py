@@ -197,6 +197,11 @@ def test_prosody_sets_each_pieces_speed_and_gain(registry: VoiceRegistry) -> Non
 
     assert peak(words[1]) == pytest.approx(2.5 * peak(words[0]), rel=0.05)
     assert peak(words[2]) == pytest.approx(peak(words[0]), rel=0.05)
+    # Click-free: the seams add no step between two samples larger than the stand-in voice's
+    # own (its words start abruptly), at the loud piece's gain.
+    _, plain = _spoken(registry, ["One two three."])
+    own_step = float(np.abs(np.diff(_audio(plain))).max())
+    assert float(np.abs(np.diff(audio)).max()) <= 2.5 * own_step + 1e-3
 
 
 def test_the_delivery_changes_mid_context_for_the_text_that_follows(
