@@ -73,6 +73,10 @@ def tcp_transport(
             return None  # reset by the peer
 
     async def send(event: Event) -> None:
+        if writer.is_closing():
+            # Closed under the runner (a stalled reader aborted): writing would raise out of
+            # the transport rather than fail as a lost peer.
+            raise PeerGone("the connection is closed")
         try:
             await async_write_event(event, writer)
         except ConnectionError as error:  # reset, or a broken pipe
