@@ -4,16 +4,12 @@ transcript's words with the tags left out."""
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterator
 
 import httpx
-from cartesia import Cartesia
-from cartesia.lib._tts import TTSResourceConnection
 
-VOICE = {"mode": "id", "id": "a0e99841-438c-4a64-b679-ae501e7d6091"}
-S16_24K = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
+from tests.support.cartesia_sdk import S16_24K, VOICE, sdk_connection
+
 TRANSCRIPT = (
     'Hello, my name is Sonic.<break time="1s"/>My code is <spell>AB-12</spell>. '
     '<speed ratio="0.7"/>I speak slowly now, <volume ratio="1.5"/>and AT&T louder.'
@@ -21,25 +17,10 @@ TRANSCRIPT = (
 WRITTEN = "Hello, my name is Sonic.My code is AB-12. I speak slowly now, and AT&T louder."
 
 
-@contextlib.contextmanager
-def _sdk(server_url: str) -> Iterator[TTSResourceConnection]:
-    with (
-        Cartesia(
-            api_key="sk_test",
-            base_url=server_url,
-            websocket_base_url=server_url.replace("http://", "ws://"),
-        ) as client,
-        client.tts.websocket_connect(
-            websocket_connection_options={"legacy": True}  # type: ignore[typeddict-unknown-key]
-        ) as connection,
-    ):
-        yield connection
-
-
 def test_tags_pushed_in_pieces_are_spoken_and_timed_on_the_written_words(
     server_url: str,
 ) -> None:
-    with _sdk(server_url) as connection:
+    with sdk_connection(server_url) as connection:
         ctx = connection.context(
             model_id="sonic-3",
             voice=VOICE,

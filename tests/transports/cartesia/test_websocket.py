@@ -11,12 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cartesia import Cartesia
-from cartesia.lib._tts import TTSResourceConnection
 from websockets.sync.client import ClientConnection, connect
 
-VOICE = {"mode": "id", "id": "a0e99841-438c-4a64-b679-ae501e7d6091"}  # maps to the default voice
-S16_24K = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
+from tests.support.cartesia_sdk import S16_24K, VOICE, sdk_connection
+
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
     "in the distance, prepares for a long evening of music that nobody will forget. "
@@ -25,24 +23,6 @@ LONG = (
 
 def _ws_url(server_url: str, query: str = "") -> str:
     return server_url.replace("http://", "ws://") + "/tts/websocket" + query
-
-
-@contextlib.contextmanager
-def _sdk(server_url: str) -> Iterator[TTSResourceConnection]:
-    """The official SDK's WebSocket, pointed at the server as a user would."""
-    with (
-        Cartesia(
-            api_key="sk_test",
-            base_url=server_url,
-            websocket_base_url=server_url.replace("http://", "ws://"),
-        ) as client,
-        # cartesia 4.2 calls websockets' connect() without a with-block, which websockets 17.1+
-        # warns about unless asked for its legacy (same) behaviour.
-        client.tts.websocket_connect(
-            websocket_connection_options={"legacy": True}  # type: ignore[typeddict-unknown-key]
-        ) as connection,
-    ):
-        yield connection
 
 
 @pytest.fixture
@@ -94,7 +74,7 @@ def _words(messages: list[dict[str, Any]], cid: str) -> list[tuple[str, float, f
 
 def test_sdk_context_streams_audio_with_word_timestamps(server_url: str) -> None:
     parts = ["Hello there, my friend. ", "The weather is lovely today! ", "Shall we walk?"]
-    with _sdk(server_url) as connection:
+    with sdk_connection(server_url) as connection:
         ctx = connection.context(
             model_id="sonic-3",
             voice=VOICE,
@@ -121,7 +101,7 @@ def test_sdk_context_streams_audio_with_word_timestamps(server_url: str) -> None
 
 
 def test_sdk_default_float_samples_are_converted_16_bit_pcm(server_url: str) -> None:
-    with _sdk(server_url) as connection:
+    with sdk_connection(server_url) as connection:
         # No output_format: the SDK asks for its default, pcm_f32le at 44.1 kHz.
         ctx = connection.context(model_id="sonic-3", voice=VOICE, timeout=60)
         ctx.push("Good morning.")
@@ -136,7 +116,7 @@ def test_sdk_default_float_samples_are_converted_16_bit_pcm(server_url: str) -> 
 
 
 def test_sdk_flush_ids_and_flush_done(server_url: str) -> None:
-    with _sdk(server_url) as connection:
+    with sdk_connection(server_url) as connection:
         ctx = connection.context(model_id="sonic-3", voice=VOICE, output_format=S16_24K, timeout=60)
         ctx.push("Stay hungry, ")
         ctx.push("", flush=True)

@@ -7,7 +7,6 @@ import struct
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import av
 import numpy as np
@@ -20,14 +19,6 @@ LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
     "in the distance, prepares for a long evening of music that nobody will forget."
 )
-
-
-@pytest.fixture
-def client(server_url: str) -> Iterator[openai.OpenAI]:
-    # Closed at the end of each test: an SDK client left to the garbage collector leaks its
-    # connection pool's sockets (a ResourceWarning, an error under -W error, in a later test).
-    with openai.OpenAI(base_url=server_url + "/v1", api_key="not-needed", max_retries=0) as c:
-        yield c
 
 
 def _pcm_duration_s(data: bytes) -> float:

@@ -3,19 +3,11 @@ a real server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import openai
 import pytest
 
 from voxflow.transports.openai.models import CREATED, MODELS, model_list, retrieve_model
-
-
-@pytest.fixture
-def client(server_url: str) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server_url + "/v1", api_key="not-needed", max_retries=0) as c:
-        yield c
 
 
 def test_the_list_has_openais_shape_and_voxflow_first() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import openai
 import pytest
 
@@ -12,12 +10,6 @@ SSML = (
     '<speak>Your table is ready.<break time="1500ms"/> Please '
     '<prosody rate="slow">come in</prosody>.</speak>'
 )
-
-
-@pytest.fixture
-def client(server_url: str) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server_url + "/v1", api_key="not-needed", max_retries=0) as c:
-        yield c
 
 
 def _seconds(client: openai.OpenAI, text: str, **extra: object) -> float:
