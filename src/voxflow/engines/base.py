@@ -30,6 +30,10 @@ class VoiceNotFoundError(KeyError):
         return f"unknown voice {self.name!r}; available: {', '.join(self.available) or 'none'}"
 
 
+MIN_SPEED = 0.25
+MAX_SPEED = 4.0
+
+
 @dataclass(frozen=True)
 class VoiceSettings:
     """Per-request synthesis settings. ``None`` means the voice's own default."""
@@ -41,8 +45,8 @@ class VoiceSettings:
     speaker_id: int | None = None
 
     def __post_init__(self) -> None:
-        if not 0.25 <= self.speed <= 4.0:
-            raise ValueError(f"speed must be between 0.25 and 4.0, got {self.speed}")
+        if not MIN_SPEED <= self.speed <= MAX_SPEED:
+            raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {self.speed}")
         for name in ("noise_scale", "noise_w"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 2.0:

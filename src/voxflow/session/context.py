@@ -38,7 +38,14 @@ from voxflow.audio.fades import crossfade
 from voxflow.audio.formats import OutputFormat
 from voxflow.audio.seam_settings import JoinKind, SeamSettings
 from voxflow.audio.seams import SeamJoiner
-from voxflow.engines.base import FloatArray, Utterance, VoiceSettings, WordSpan
+from voxflow.engines.base import (
+    MAX_SPEED,
+    MIN_SPEED,
+    FloatArray,
+    Utterance,
+    VoiceSettings,
+    WordSpan,
+)
 from voxflow.runtime.jobs import Prepared, Rendered, SegmentRequest, Takeover
 from voxflow.session.encoding import Encoded, EncodeJob, EncodeStep
 from voxflow.session.events import AudioOut, ContextMetrics, TimestampsOut, WordTiming
@@ -120,14 +127,10 @@ class Delivery:
     sentence_pause_ms: float | None = None
 
     def styled(self, style: Style) -> Delivery:
-        """This delivery with markup's rate and volume factors on it."""
+        """This delivery with markup's rate and volume factors on it (the speed kept inside
+        ``VoiceSettings``' range)."""
         speed = min(MAX_SPEED, max(MIN_SPEED, self.speed * style.rate))
         return replace(self, speed=speed, gain=self.gain * style.volume)
-
-
-# ``VoiceSettings.speed``'s range: markup's rate times the context's speed is kept inside it.
-MIN_SPEED = 0.25
-MAX_SPEED = 4.0
 
 
 class ContextState(enum.Enum):
