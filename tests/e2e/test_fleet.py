@@ -169,6 +169,12 @@ def fleet(tmp_path: Path, replica_args: Sequence[str] = ()) -> Iterator[Fleet]:
         "VOXFLOW_DRAIN_S": str(DRAIN_S),
         # Room for every stream of the tests on one replica (the default cap is 1 per worker).
         "VOXFLOW_MAX_STREAMS": "8",
+        # No refusal by cost: these tests are about routing. With one worker, a whole-text
+        # request takes the whole capacity, and a native session that has just ended still
+        # counts until the server has seen its connection close: an HTTP request right after
+        # one was refused (429), and nginx, which had marked the draining replica failed, had
+        # nowhere else to send it.
+        "VOXFLOW_MAX_LOAD": "0",
     }
     args = ["--workers", "1", *replica_args]
     with serve_processes(2, env, args) as served:
