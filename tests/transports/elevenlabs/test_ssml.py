@@ -131,9 +131,9 @@ def test_a_streamed_document_with_tags_split_across_messages(server_url: str) ->
 
 
 def test_voice_settings_in_a_later_message_change_the_speed(server_url: str) -> None:
-    def seconds(later: dict[str, Any]) -> float:
+    def seconds(later: dict[str, Any], first: float = 1.0) -> float:
         with _ws(server_url, "seed=7") as ws:
-            ws.send(json.dumps({"text": " "}))
+            ws.send(json.dumps({"text": " ", "voice_settings": {"speed": first}}))
             ws.send(json.dumps({"text": "One two three. ", "flush": True}))
             rest = "Four five six seven eight nine ten, and then eleven and twelve."
             ws.send(json.dumps({"text": rest, **later}))
@@ -148,3 +148,6 @@ def test_voice_settings_in_a_later_message_change_the_speed(server_url: str) -> 
     slow = seconds({"voice_settings": {"speed": 0.7}})
     same = seconds({})
     assert slow > 1.15 * same  # the rest, most of the audio, spoken at 0.7
+    # Later settings without a speed leave the context's own: all of it stays at 0.7.
+    kept = seconds({"voice_settings": {"stability": 0.5}}, first=0.7)
+    assert kept > slow

@@ -95,14 +95,17 @@ def normalization_mode(raw: str | None) -> NormalizationMode:
 def voice_settings(raw: object, seed: int | None) -> VoiceSettings:
     """``VoiceSettings`` from ElevenLabs' ``voice_settings``: only ``speed`` applies to Piper;
     stability, similarity_boost, style and use_speaker_boost are accepted and ignored."""
+    speed = voice_settings_speed(raw)
+    return options.voice_settings(speed=1.0 if speed is None else speed, seed=seed)
+
+
+def voice_settings_speed(raw: object) -> float | None:
+    """The ``speed`` of ElevenLabs' ``voice_settings`` (None: not given)."""
     if raw is None:
-        raw = {}
+        return None
     if not isinstance(raw, dict):
         raise SessionError("invalid_voice_settings", "voice_settings must be an object")
-    speed = options.finite_number(
-        raw.get("speed"), "voice_settings.speed", "invalid_voice_settings"
-    )
-    return options.voice_settings(speed=1.0 if speed is None else speed, seed=seed)
+    return options.finite_number(raw.get("speed"), "voice_settings.speed", "invalid_voice_settings")
 
 
 def ws_alignment(

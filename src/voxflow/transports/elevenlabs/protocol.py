@@ -213,9 +213,10 @@ class ElevenLabsProtocol:
                 f"context {cid!r} is closing; wait for its isFinal before reusing the id",
             )
         elif message.get("voice_settings") is not None:
-            # Later voice settings change the speed of the text that follows.
-            speed = elevenlabs_http.voice_settings(message.get("voice_settings"), None).speed
-            self._session.delivery(cid, now, speed=speed)
+            # A later speed changes the text that follows (settings without one change nothing).
+            speed = elevenlabs_http.voice_settings_speed(message.get("voice_settings"))
+            if speed is not None:
+                self._session.delivery(cid, now, speed=speed)
         if text:
             # Sentences sent as separate messages with no space between them (Pipecat).
             text = separate_sentences(context.text, text)
