@@ -25,11 +25,13 @@ from voxflow.session.options import (
     output_format,
     resolve_voice,
     shown,
+    text_format,
     voice_settings,
 )
 from voxflow.session.session import Session
 from voxflow.text.chunking import ChunkingConfig
 from voxflow.text.normalize.normalizer import NormalizationMode
+from voxflow.text.ssml import SSML
 
 
 def _voice(name: str, speakers: int = 1, rate: int = 22050) -> VoiceInfo:
@@ -251,3 +253,12 @@ def test_the_session_opens_nothing_on_a_refused_option() -> None:
     assert session.open_contexts == 0
     session.start("a", StartOptions(voice="duo", settings=VoiceSettings(speaker_id=1)), 0.0)
     assert [type(o) for o in session.drain()] == [OpenStream]
+
+
+def test_a_text_format_is_text_or_ssml() -> None:
+    assert text_format(None) is None and text_format("text") is None
+    assert text_format("ssml") is SSML
+    for bad in ("SSML", "markdown", 1):
+        with pytest.raises(SessionError, match="'text' or 'ssml', got") as raised:
+            text_format(bad)
+        assert raised.value.code == "unsupported_text_format"

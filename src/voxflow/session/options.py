@@ -34,7 +34,7 @@ from voxflow.session.errors import SessionError
 from voxflow.text.chunking import ChunkingConfig, every_sentence
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
-from voxflow.text.ssml import SsmlDialect
+from voxflow.text.ssml import SSML, SsmlDialect
 
 __all__ = [
     "MAX_NAME_CHARS",
@@ -54,6 +54,7 @@ __all__ = [
     "output_format",
     "resolve_voice",
     "shown",
+    "text_format",
     "voice_settings",
 ]
 
@@ -341,6 +342,18 @@ def context_options(
         markup=options.markup,
         volume=check_volume(options.volume),
         sentence_pause_ms=check_pause(options.sentence_pause_ms),
+    )
+
+
+def text_format(raw: object) -> SsmlDialect | None:
+    """How a context reads its text, from a protocol's ``text_format``: ``"text"`` (or none)
+    plain text, ``"ssml"`` standard SSML; anything else is ``unsupported_text_format``."""
+    if raw is None or raw == "text":
+        return None
+    if raw == "ssml":
+        return SSML
+    raise SessionError(
+        "unsupported_text_format", f"text_format must be 'text' or 'ssml', got {shown(raw)}"
     )
 
 

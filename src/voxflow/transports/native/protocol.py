@@ -30,11 +30,11 @@ from voxflow.session.options import (
     finite_number,
     normalization_mode,
     shown,
+    text_format,
     voice_settings,
 )
 from voxflow.session.session import Session
 from voxflow.text.lexicon import Lexicon, LexiconEntry
-from voxflow.text.ssml import SSML
 from voxflow.transports.close_codes import (
     FAILURE_CLOSE,
     NORMAL_CLOSURE,
@@ -48,7 +48,6 @@ from voxflow.transports.native.errors import error_body
 __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel", "prefetch", "settings")
-TEXT_FORMATS = {"text": None, "ssml": SSML}
 MAX_LEXICON_ENTRIES = 1000
 
 
@@ -109,9 +108,6 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         seed=_field(message, "seed", int),
         speaker_id=_field(message, "speaker_id", int),
     )
-    text_format = _field(message, "text_format", str) or "text"
-    if text_format not in TEXT_FORMATS:
-        raise SessionError("unsupported_text_format", "text_format must be 'text' or 'ssml'")
     volume = finite_number(message.get("volume"), "volume")
     return StartOptions(
         voice=_field(message, "voice", str),
@@ -121,7 +117,7 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         settings=settings,
         chunk_length_schedule=None if schedule is None else tuple(schedule),
         auto_mode=_field(message, "auto_mode", bool),
-        markup=TEXT_FORMATS[text_format],
+        markup=text_format(_field(message, "text_format", str)),
         volume=1.0 if volume is None else volume,
         sentence_pause_ms=finite_number(message.get("sentence_pause_ms"), "sentence_pause_ms"),
     )

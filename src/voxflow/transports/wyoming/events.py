@@ -11,8 +11,7 @@ import warnings
 from typing import Any
 
 from voxflow.session.errors import SessionError
-from voxflow.session.options import clean_text, shown
-from voxflow.text.ssml import SSML, SsmlDialect
+from voxflow.session.options import clean_text
 
 with warnings.catch_warnings():
     # wyoming.audio imports the stdlib ``audioop``, which warns about its removal on 3.11-3.12
@@ -36,7 +35,6 @@ __all__ = [
     "request_text",
     "requested_voice",
     "synthesize_stopped",
-    "text_format",
 ]
 
 SAMPLE_WIDTH = 2  # bytes: every pcm_* format is s16le
@@ -68,19 +66,6 @@ def requested_voice(data: dict[str, Any], event_type: str) -> SynthesizeVoice | 
     ):
         raise SessionError("invalid_event", f"{event_type} voice fields must be strings")
     return voice
-
-
-def text_format(data: dict[str, Any]) -> SsmlDialect | None:
-    """How to read the request's text: ``text_format`` ``"ssml"`` is SSML, ``"text"`` or none
-    plain text."""
-    raw = data.get("text_format")
-    if raw is None or raw == "text":
-        return None
-    if raw == "ssml":
-        return SSML
-    raise SessionError(
-        "unsupported_text_format", f"text_format must be 'text' or 'ssml', got {shown(raw)}"
-    )
 
 
 # -- server -> client ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from voxflow.connection.wire import Close, Reply
 from voxflow.engines.base import VoiceInfo, VoiceSettings
 from voxflow.session.errors import SHUTTING_DOWN, SessionError
 from voxflow.session.events import AudioOut, ClientEvent, CloseOut, DoneOut, ErrorOut
-from voxflow.session.options import StartOptions
+from voxflow.session.options import StartOptions, text_format
 from voxflow.session.session import Session
 from voxflow.text.ssml import SsmlDialect
 from voxflow.transports.close_codes import FAILURE_CLOSE, NORMAL_CLOSURE, STALL_CLOSE
@@ -185,7 +185,7 @@ class WyomingProtocol:
         if self._stream_open():
             return  # the copy of the streamed text that Home Assistant sends for old servers
         text = events.request_text(data, "synthesize")
-        markup = events.text_format(data)
+        markup = text_format(data.get("text_format"))
         voice, speaker_id = resolve_voice(self._context, events.requested_voice(data, "synthesize"))
         context_id = self._begin(voice, speaker_id, streaming=False, markup=markup)
         if context_id is not None:
@@ -198,7 +198,7 @@ class WyomingProtocol:
                 "stream_open", "a synthesis stream is already open; send synthesize-stop first"
             )
         try:
-            markup = events.text_format(data)
+            markup = text_format(data.get("text_format"))
             voice, speaker_id = resolve_voice(
                 self._context, events.requested_voice(data, "synthesize-start")
             )
