@@ -643,12 +643,35 @@ def test_the_stop_signal_ends_a_live_stream_with_the_protocols_last_words(
         settings = RunnerSettings(stopping=stopping)
         connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
         await _stream(connection)
+        # The drain waits on this count before uvicorn closes what is left.
+        assert stopping.owed == 1
         stopping.set()
-        assert await connection.finished(), "the stop signal did not end the connection"
+        assert await stopping.said(STREAM_TIMEOUT_S)
+        # Owed no more once the last words are out, before the connection's close.
         last = json.loads(transport.sent[-1])
         assert (last["type"], last["code"], last["retryable"]) == ("error", "shutting_down", True)
+        assert await connection.finished(), "the stop signal did not end the connection"
         assert transport.closes == [Close(1012, "shutting down")]
         connection.assert_ended_cleanly()
+
+    _run(scenario())
+
+
+def test_a_connection_that_ends_before_the_stop_owes_no_last_words(
+    scheduler: Scheduler, encoder_pool: EncoderPool
+) -> None:
+    async def scenario() -> None:
+        stopping = StopSignal()
+        transport = FakeTransport()
+        connection = await _connect(
+            scheduler, encoder_pool, transport, settings=RunnerSettings(stopping=stopping)
+        )
+        await _stream(connection)
+        assert stopping.owed == 1
+        transport.vanish()
+        assert await connection.finished(), "run_connection did not return"
+        assert stopping.owed == 0  # the drain does not wait for it
+        connection.assert_work_stopped()
 
     _run(scenario())
 
@@ -665,6 +688,8 @@ def test_last_words_to_a_client_that_stopped_reading_are_bounded(
         await _stream(connection)
         await _until(transport.send_blocked.is_set)
         stopping.set()
+        # Past the final-message bound the last words are owed no more: the drain goes on.
+        assert await stopping.said(STREAM_TIMEOUT_S)
         assert await connection.finished(), "a stuck client held the shutdown"
         assert transport.closes == [STALL_CLOSE]
         connection.assert_ended_cleanly()

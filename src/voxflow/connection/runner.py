@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -51,15 +52,49 @@ FrameOut = TypeVar("FrameOut")
 class StopSignal:
     """Set once, when the server's drain time is over; every connection waits for it.
 
+    It also counts the connections whose last words have not gone out yet (``owed``): after
+    setting it, the drain waits for them, because uvicorn's own shutdown, which comes next,
+    closes every WebSocket at once with a bare 1012, and a last message still waiting behind a
+    slow send would be lost.
+
     Not an ``asyncio.Event``: an event belongs to the first loop that waits on it, and the
     services that own this signal may outlive a loop (a test's ``asyncio.run``)."""
 
     def __init__(self) -> None:
         self._set = False
         self._waiters: set[asyncio.Future[None]] = set()
+        self._owed = 0
 
     def is_set(self) -> bool:
         return self._set
+
+    @property
+    def owed(self) -> int:
+        """Connections still to send their last words (or to end without them)."""
+        return self._owed
+
+    def owe_last_words(self) -> Callable[[], None]:
+        """Count one connection as owing its last words; the callable returned (idempotent)
+        says they went out, timed out or are owed no more (the connection ended first)."""
+        self._owed += 1
+        paid = False
+
+        def pay() -> None:
+            nonlocal paid
+            if not paid:
+                paid = True
+                self._owed -= 1
+
+        return pay
+
+    async def said(self, within_s: float) -> bool:
+        """Wait until no connection owes its last words, for at most ``within_s``; True when
+        none does."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while self._owed > 0 and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        return self._owed == 0
 
     def set(self) -> None:
         self._set = True
@@ -75,6 +110,10 @@ class StopSignal:
             await waiter
         finally:
             self._waiters.discard(waiter)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -163,14 +202,20 @@ async def run_connection(
     async def stall() -> None:
         await driver.stalled.wait()
 
+    stopping = settings.stopping
+    said_last_words = stopping.owe_last_words() if stopping is not None else _nothing
+
     async def stop() -> None:
-        if settings.stopping is None:
+        if stopping is None:
             await asyncio.Event().wait()  # never: this server does not drain
             return
-        await settings.stopping.wait()
-        # Bounded by its own timeout, not the write timeout: shutdown must end in time.
-        async with asyncio.timeout(settings.final_message_s):
-            await send(protocol.shutdown())
+        await stopping.wait()
+        try:
+            # Bounded by its own timeout, not the write timeout: shutdown must end in time.
+            async with asyncio.timeout(settings.final_message_s):
+                await send(protocol.shutdown())
+        finally:
+            said_last_words()
 
     tasks = {
         asyncio.create_task(read(), name="voxflow-read"),
@@ -186,6 +231,7 @@ async def run_connection(
         if end is _End.STALLED:
             log.warning("closing a client that stopped reading")
     finally:
+        said_last_words()  # ended before the stop, or its last words are out
         await _teardown(tasks, driver, settings.teardown_s)
     try:
         if close is not None:

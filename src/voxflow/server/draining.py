@@ -9,9 +9,10 @@ HTTP answers with no bound other than its graceful-shutdown timeout. voxflow dra
 2. let the admitted streams finish, for up to ``drain_s``;
 3. end every connection still open with its protocol's last words (native ``error`` +
    close 1012, ElevenLabs' error frame + close 1012, an HTTP answer cut, Wyoming ``error``),
-   each bounded by the runner's ``final_message_s`` and ``teardown_s``;
-4. then uvicorn's own shutdown (it stops listening and finds nothing left to wait for), and the
-   process exits.
+   each bounded by the runner's ``final_message_s`` and ``teardown_s``; the drain returns once
+   every one of them is out (or past its bound);
+4. then uvicorn's own shutdown (it stops listening and closes what is left with 1012, after its
+   last words), and the process exits.
 
 A second SIGTERM, or SIGINT, skips the rest (uvicorn's behaviour).
 """

@@ -228,6 +228,9 @@ class Services:
         if self.admission.active > 0:
             log.warning("drain time over with %d streams left; ending them", self.admission.active)
         self.stopping.set()
+        # uvicorn's shutdown, once this returns, closes every WebSocket at once: each open
+        # connection sends its last words first, within the runner's final-message bound.
+        await self.stopping.said(self.runner_settings().final_message_s + 0.5)
 
     def shutdown(self) -> None:
         self.scheduler.shutdown()
