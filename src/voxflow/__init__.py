@@ -31,6 +31,7 @@ from voxflow.connection.speaker import LocalSpeaker, SayResult, SayStats
 from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.router import build_engine
+from voxflow.engines.split_cache import SplitCache
 from voxflow.server.app import create_app
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.text.chunking import ChunkingConfig, Strategy
@@ -52,6 +53,7 @@ __all__ = [
     "SayStats",
     "ServerSettings",
     "SessionConfig",
+    "SplitCache",
     "SsmlDialect",
     "StartOptions",
     "Strategy",

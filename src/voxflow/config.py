@@ -123,6 +123,9 @@ class ServerSettings:
     kokoro_fallback_voice: str | None = None
     # name=voice pairs: clients' voice names (OpenAI's "alloy") to voices of this server.
     voice_aliases: tuple[str, ...] = ()
+    # Where the voices' cut models are kept between starts (engines.split_cache): auto
+    # ($XDG_CACHE_HOME/voxflow/splits or ~/.cache/voxflow/splits), off, or a directory.
+    split_cache: str = "auto"
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -157,6 +160,8 @@ class ServerSettings:
             )
         if self.cache_url is not None and self.cache_bytes == 0:
             raise ValueError("a shared cache (cache_url) needs the memory cache (cache_bytes > 0)")
+        if not self.split_cache.strip():
+            raise ValueError("split_cache must be auto, off or a directory")
         if self.kokoro_stream_slots < 1:
             raise ValueError("kokoro_stream_slots must be >= 1")
         self.aliases()  # refuse a malformed pair now

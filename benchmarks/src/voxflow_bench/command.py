@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from voxflow import Engine, ServerSettings, VoiceRegistry, build_engine
+from voxflow import Engine, ServerSettings, SplitCache, VoiceRegistry, build_engine
 from voxflow.cli.args import comma_ints
 from voxflow.engines.registry import installed_voices
 from voxflow.runtime.scheduler_settings import SchedulerSettings
@@ -234,7 +234,9 @@ def _add_prosody_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     if args.repeats < 1:
         raise ValueError("--repeats must be at least 1")
-    engine = build_engine(registry, threads=args.threads)
+    engine = build_engine(
+        registry, threads=args.threads, split_cache=SplitCache.from_env(os.environ)
+    )
     voice = args.voice or registry.default_voice
     engine.load(voice)
 
@@ -253,7 +255,7 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
 
 def _bench_voice_engine(registry: VoiceRegistry, voice: str) -> Engine:
     """The engine that speaks ``voice``, loaded, as ``bench-engine`` builds it."""
-    engine = build_engine(registry)
+    engine = build_engine(registry, split_cache=SplitCache.from_env(os.environ))
     engine.load(voice)
     return engine
 

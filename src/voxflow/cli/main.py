@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -21,6 +22,7 @@ from voxflow.connection.speaker import LocalSpeaker
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.registry import VoiceRegistry, installed_voices
 from voxflow.engines.router import build_engine
+from voxflow.engines.split_cache import SplitCache
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.normalize.normalizer import NormalizationMode, normalize_lines
@@ -113,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _say(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     # As the server runs it: one intra-op thread per worker, both cores for a first window.
-    engine = build_engine(registry)
+    engine = build_engine(registry, split_cache=SplitCache.from_env(os.environ))
     voice = registry.get(args.voice or registry.default_voice).name
     settings = VoiceSettings(speed=args.speed, seed=args.seed, speaker_id=args.speaker)
     engine.load(voice)  # model loading is set-up, not synthesis: keep it out of the timings

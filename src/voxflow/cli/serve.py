@@ -142,6 +142,13 @@ def _add_kokoro_options(serve: argparse.ArgumentParser) -> None:
         help="speak with VOICE instead when a Kokoro stream finds no room (default: refuse)",
     )
     kokoro.add_argument(
+        "--split-cache",
+        dest="split_cache",
+        metavar="DIR",
+        help="keep the voices' cut models here between starts: auto (default: "
+        "~/.cache/voxflow/splits), off, or a directory",
+    )
+    kokoro.add_argument(
         "--voice-alias",
         action="append",
         dest="voice_aliases",
@@ -158,6 +165,7 @@ def kokoro_overrides(args: argparse.Namespace) -> dict[str, object]:
             "kokoro_voices_dir",
             "kokoro_stream_slots",
             "kokoro_fallback_voice",
+            "split_cache",
         )
     }
     if args.voice_aliases is not None:

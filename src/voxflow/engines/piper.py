@@ -26,6 +26,7 @@ import onnx
 import onnxruntime as ort
 from piper.config import PhonemeType, PiperConfig
 
+from voxflow.engines import conv2d, graph_split
 from voxflow.engines.base import (
     FloatArray,
     Utterance,
@@ -45,6 +46,7 @@ from voxflow.engines.graph_split import (
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
+from voxflow.engines.split_cache import SplitCache
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ class EngineSettings:
     # alignment of phonemes to frames): a 1,250-character spoken text took 650 MiB. Callers cut
     # text into pieces well under this; the engine refuses longer ones with a clear error.
     max_phoneme_ids: int = 2000
+    # Where a voice's cut model is kept between starts (None: cut at every load).
+    split_cache: SplitCache | None = None
 
     def __post_init__(self) -> None:
         if self.intra_op_threads < 1 or self.wide_threads < 0:
@@ -108,7 +112,7 @@ class LoadedVoice:
                 "supported (espeak voices only)"
             )
         self.phonemizer = Phonemizer(self.config.espeak_voice, self.config.vowel_clusters)
-        split = split_piper_model(onnx.load(str(info.model_path)))
+        split = _cut(info, settings.split_cache)
         self.latent_channels = split.latent_channels
         self.has_speaker_input = split.has_speaker_input
         self.run_options = shrinking_run_options()
@@ -337,6 +341,15 @@ class _Stages:
         self.text = cpu_session(split.text_stage, threads)
         self.flow = cpu_session(split.flow_stage, threads)
         self.decoder = cpu_session(split.decoder_stage, threads)
+
+
+def _cut(info: VoiceInfo, cache: SplitCache | None) -> SplitModel:
+    def cut() -> SplitModel:
+        return split_piper_model(onnx.load(str(info.model_path)))
+
+    if cache is None:
+        return cut()
+    return cache.get(SplitModel, [info.model_path], [graph_split, conv2d], cut)
 
 
 class TextTooLongError(ValueError):

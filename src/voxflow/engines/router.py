@@ -12,16 +12,24 @@ from voxflow.engines.base import Engine, FloatArray, Utterance, VoiceInfo, Voice
 from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.split_cache import SplitCache
 
 
-def build_engine(registry: VoiceRegistry, threads: int = 1) -> EngineRouter:
+def build_engine(
+    registry: VoiceRegistry, threads: int = 1, split_cache: SplitCache | None = None
+) -> EngineRouter:
     """The engine for every voice ``registry`` has: Piper's, and Kokoro's when the registry
-    offers Kokoro voices. ``threads``: intra-op threads of an ordinary job."""
+    offers Kokoro voices. ``threads``: intra-op threads of an ordinary job; ``split_cache``:
+    where the cut models are kept between starts (None: cut at every load)."""
     engines: dict[str, Engine] = {
-        "piper": PiperEngine(registry, EngineSettings(intra_op_threads=threads))
+        "piper": PiperEngine(
+            registry, EngineSettings(intra_op_threads=threads, split_cache=split_cache)
+        )
     }
     if registry.kokoro_enabled:
-        engines["kokoro"] = KokoroEngine(registry, KokoroSettings(intra_op_threads=threads))
+        engines["kokoro"] = KokoroEngine(
+            registry, KokoroSettings(intra_op_threads=threads, split_cache=split_cache)
+        )
     return EngineRouter(registry, engines)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from voxflow.engines.base import VoiceSettings
 from voxflow.engines.kokoro.voices import PREFIX, default_voices_dir
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.router import EngineRouter, build_engine
+from voxflow.engines.split_cache import SplitCache
 from voxflow.runtime.cache.phrase_cache import CacheSettings, PhraseCache
 from voxflow.runtime.cache.redis_tier import RedisTier, RedisTierSettings
 from voxflow.runtime.scheduler import Scheduler
@@ -70,7 +72,9 @@ class Services:
         ``metrics``: the app's, when it counts refusals before the services exist."""
         registry = voice_registry(settings)
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
-        engine = build_engine(registry)
+        engine = build_engine(
+            registry, split_cache=SplitCache.from_setting(settings.split_cache, os.environ)
+        )
         engine.load(default_voice)
         if settings.kokoro:
             # The model and one voice now, not in a listener's first request (seconds).

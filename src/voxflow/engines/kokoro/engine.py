@@ -33,7 +33,9 @@ from typing import Any
 import numpy as np
 import onnx
 
+from voxflow.engines import conv2d, graph_split
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
+from voxflow.engines.kokoro import graph
 from voxflow.engines.kokoro.graph import (
     ASR,
     AUDIO,
@@ -49,7 +51,7 @@ from voxflow.engines.kokoro.graph import (
     window_mean,
     window_meansq,
 )
-from voxflow.engines.kokoro.model import read_model
+from voxflow.engines.kokoro.model import part_paths, read_model
 from voxflow.engines.kokoro.phonemes import MAX_IDS, PAD, kokoro_ids
 from voxflow.engines.kokoro.prior import PRIOR_FILE, Priors, load_priors, mean_stats
 from voxflow.engines.kokoro.running import SAMPLES_PER_FRAME, Phases, RunningStats, Stats
@@ -65,6 +67,7 @@ from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
+from voxflow.engines.split_cache import SplitCache
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,8 @@ class KokoroSettings:
     # best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
     prior_frames: float = 150.0
     prior_file: Path = PRIOR_FILE
+    # Where the cut model is kept between starts (None: cut at every load).
+    split_cache: SplitCache | None = None
 
     def __post_init__(self) -> None:
         if self.intra_op_threads < 1 or self.wide_threads < 0 or self.context_frames < 0:
@@ -111,7 +116,7 @@ class _Model:
     """The split model, its sessions (one set per thread count) and the decoder's outputs."""
 
     def __init__(self, settings: KokoroSettings) -> None:
-        split = split_kokoro_model(onnx.load_model_from_string(read_model()))
+        split = _cut(settings.split_cache)
         self.layers = split.norm_layers
         self.outputs = [AUDIO] + [
             name for i in range(self.layers) for name in (window_mean(i), window_meansq(i))
@@ -153,6 +158,17 @@ class _Model:
         results = stages.decoder.run(self.outputs, feeds, self.run_options)
         own = [(results[1 + 2 * i], results[2 + 2 * i]) for i in range(self.layers)]
         return results[0].reshape(-1), own
+
+
+def _cut(cache: SplitCache | None) -> KokoroSplit:
+    def cut() -> KokoroSplit:
+        return split_kokoro_model(onnx.load_model_from_string(read_model()))
+
+    if cache is None:
+        return cut()
+    # The parts are checked against the model's digest when cut; a part that changes after
+    # that changes the cache file's name too.
+    return cache.get(KokoroSplit, part_paths(), [graph, graph_split, conv2d], cut)
 
 
 class _Voice:

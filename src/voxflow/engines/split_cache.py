@@ -1,0 +1,192 @@
+"""Cut models kept on disk between starts (``--split-cache``).
+
+Loading a voice cuts its ONNX model into stages (``graph_split``, ``kokoro.graph``): 0.3 s of
+CPU for a Piper voice and 0.6 s for Kokoro's model, in every process that loads them, at every
+start. A ``SplitCache`` keeps each cut in one file of its directory, named by a digest of all
+the cut depends on: the source files (resolved path, size, modification time), the source code
+of the modules that cut, this format's version and onnx's. Any change gives another name, so a
+stale cut is never read; an old file stays until the operator clears the directory (a file is
+the size of its model).
+
+A file is written under a temporary name and renamed, so processes that start together never
+read half of one. A directory that cannot be written is logged and passed by: the model is cut
+at every start, as without a cache. A file that does not hold a cut of the expected shape is cut
+again and replaced.
+
+The format: ``MAGIC``, the header's length (8 bytes, little-endian), the header (JSON: the
+cut's scalar fields, and its stages' names and lengths in order), then the stages' bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+import onnx
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["SplitCache"]
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"voxflow split 1\n"
+_MAX_HEADER = 1 << 16
+
+Cut = TypeVar("Cut", bound="DataclassInstance")
+
+
+@dataclass(frozen=True)
+class SplitCache:
+    """The cuts of models, one file each, in ``directory``."""
+
+    directory: Path
+
+    @classmethod
+    def from_setting(cls, setting: str, env: Mapping[str, str]) -> SplitCache | None:
+        """``off``: none; ``auto``: ``$XDG_CACHE_HOME/voxflow/splits`` (``~/.cache`` without
+        it; none where neither is set); anything else: that directory."""
+        if setting == "off":
+            return None
+        if setting != "auto":
+            return cls(Path(setting).expanduser())
+        if env.get("XDG_CACHE_HOME"):
+            return cls(Path(env["XDG_CACHE_HOME"]) / "voxflow" / "splits")
+        if env.get("HOME"):
+            return cls(Path(env["HOME"]) / ".cache" / "voxflow" / "splits")
+        return None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SplitCache | None:
+        """As ``VOXFLOW_SPLIT_CACHE`` says (``auto`` without it): what the CLI's own commands
+        use (``voxflow serve`` has ``ServerSettings.split_cache``)."""
+        return cls.from_setting(env.get("VOXFLOW_SPLIT_CACHE", "auto"), env)
+
+    def get(
+        self,
+        kind: type[Cut],
+        sources: Sequence[Path],
+        code: Sequence[ModuleType],
+        cut: Callable[[], Cut],
+    ) -> Cut:
+        """The cut of ``sources`` by ``code``: read from the cache if there, else ``cut()``
+        (then kept). ``kind``'s fields are its stages (``bytes``) and scalars (int, bool)."""
+        try:
+            path = self.directory / _name(kind, sources, code)
+        except OSError:
+            return cut()  # a source that is not there: the cut says so, as without a cache
+        found = self._read(kind, path)
+        if found is not None:
+            return found
+        made = cut()
+        self._write(path, made)
+        return made
+
+    def _read(self, kind: type[Cut], path: Path) -> Cut | None:
+        try:
+            with path.open("rb") as file:
+                return _load(kind, file)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            log.warning("split cache: cannot read %s (%s); cutting the model", path, error)
+        except ValueError as error:
+            log.warning("split cache: %s is not a cut (%s); cutting the model again", path, error)
+        return None
+
+    def _write(self, path: Path, made: DataclassInstance) -> None:
+        temporary: Path | None = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(
+                "wb", dir=self.directory, prefix=".partial-", delete=False
+            ) as file:
+                temporary = Path(file.name)
+                _dump(made, file)
+            os.replace(temporary, path)
+            temporary = None
+            log.info("split cache: kept %s", path)
+        except OSError as error:
+            log.warning(
+                "split cache: cannot write %s (%s); the model is cut at every start "
+                "(--split-cache DIR or off)",
+                path,
+                error,
+            )
+        finally:
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
+
+
+def _name(kind: type[Any], sources: Sequence[Path], code: Sequence[ModuleType]) -> str:
+    digest = hashlib.sha256(MAGIC + onnx.__version__.encode() + kind.__qualname__.encode())
+    for source in sources:
+        resolved = source.resolve()
+        stat = resolved.stat()
+        digest.update(f"\0{resolved}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    for module in code:
+        if module.__file__ is None:
+            raise ValueError(f"module {module.__name__} has no source file")
+        digest.update(b"\0" + Path(module.__file__).read_bytes())
+    return f"{kind.__name__.lower()}-{digest.hexdigest()[:32]}.split"
+
+
+def _dump(made: DataclassInstance, file: IO[bytes]) -> None:
+    scalars: dict[str, int | bool] = {}
+    stages: list[tuple[str, bytes]] = []
+    for field in dataclasses.fields(made):
+        value = getattr(made, field.name)
+        if isinstance(value, bytes):
+            stages.append((field.name, value))
+        elif isinstance(value, int):  # bool is an int
+            scalars[field.name] = value
+        else:
+            raise TypeError(f"{type(made).__name__}.{field.name} is neither bytes nor a scalar")
+    header = json.dumps(
+        {"scalars": scalars, "stages": [[name, len(data)] for name, data in stages]}
+    ).encode()
+    file.write(MAGIC + len(header).to_bytes(8, "little") + header)
+    for _, data in stages:
+        file.write(data)
+
+
+def _load(kind: type[Cut], file: IO[bytes]) -> Cut:
+    """The cut in ``file`` (``ValueError`` when it is not one of ``kind``)."""
+    if file.read(len(MAGIC)) != MAGIC:
+        raise ValueError("wrong magic")
+    size = int.from_bytes(file.read(8), "little")
+    if not 0 < size <= _MAX_HEADER:
+        raise ValueError("bad header length")
+    try:
+        header = json.loads(file.read(size))
+        scalars: dict[str, object] = dict(header["scalars"])
+        lengths = [(str(name), int(length)) for name, length in header["stages"]]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"bad header: {error}") from None
+    values: dict[str, object] = dict(scalars)
+    for name, length in lengths:
+        data = file.read(length)
+        if len(data) != length:
+            raise ValueError(f"stage {name} is cut short")
+        values[name] = data
+    if file.read(1):
+        raise ValueError("bytes after the last stage")
+    types = typing.get_type_hints(kind)
+    expected = {field.name for field in dataclasses.fields(kind)}
+    if set(values) != expected or len(values) != len(scalars) + len(lengths):
+        raise ValueError(f"fields {sorted(values)}, expected {sorted(expected)}")
+    for name, value in values.items():
+        if not isinstance(value, types[name]):
+            raise ValueError(f"{name} is a {type(value).__name__}, not a {types[name].__name__}")
+    return kind(**values)

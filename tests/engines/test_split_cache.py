@@ -1,0 +1,204 @@
+"""The split cache: a cut is read back as it was made, never read stale, and a cache that cannot
+be read or written costs nothing but the cut."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from voxflow.cli.serve import add_serve_parser, kokoro_overrides
+from voxflow.config import ServerSettings
+from voxflow.engines import graph_split, split_cache
+from voxflow.engines.base import VoiceSettings
+from voxflow.engines.graph_split import SplitModel, split_piper_model
+from voxflow.engines.piper import EngineSettings, PiperEngine
+from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.split_cache import SplitCache
+
+
+@dataclass(frozen=True)
+class Cut:
+    first: bytes
+    second: bytes
+    layers: int
+    flag: bool
+
+
+class Cutter:
+    """A cut of a source file's bytes, counting how often it is made."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.calls = 0
+
+    def __call__(self) -> Cut:
+        self.calls += 1
+        data = self.source.read_bytes()
+        return Cut(data[:3], data[3:], len(data), data.startswith(b"x"))
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"xyz" + bytes(range(256)) * 4)
+    return path
+
+
+def _get(cache: SplitCache, source: Path, cutter: Cutter) -> Cut:
+    return cache.get(Cut, [source], [split_cache], cutter)
+
+
+def _files(cache: SplitCache) -> list[Path]:
+    return sorted(cache.directory.iterdir())
+
+
+def test_a_cut_is_kept_and_read_back_as_it_was_made(tmp_path: Path, source: Path) -> None:
+    cache = SplitCache(tmp_path / "splits")
+    cutter = Cutter(source)
+    made = _get(cache, source, cutter)
+    assert made == Cut(b"xyz", bytes(range(256)) * 4, 1027, True)
+    (kept,) = _files(cache)  # one file, no temporary left beside it
+    assert kept.suffix == ".split"
+    assert _get(cache, source, cutter) == made
+    assert _get(SplitCache(tmp_path / "splits"), source, cutter) == made  # another process's
+    assert cutter.calls == 1
+
+
+def test_a_changed_source_or_cutter_is_cut_again(tmp_path: Path, source: Path) -> None:
+    cache = SplitCache(tmp_path / "splits")
+    cutter = Cutter(source)
+    _get(cache, source, cutter)
+    source.write_bytes(b"abc" + b"new model")  # another size and modification time
+    assert _get(cache, source, cutter) == Cut(b"abc", b"new model", 12, False)
+    assert cutter.calls == 2
+    # Another cutter's code (the same source): another name.
+    cache.get(Cut, [source], [split_cache, graph_split], cutter)
+    assert cutter.calls == 3
+    assert len(_files(cache)) == 3
+
+
+def _corrupt(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[:-1])
+    elif how == "longer":
+        path.write_bytes(data + b"\0")
+    elif how == "magic":
+        path.write_bytes(b"?" + data[1:])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "header":
+        path.write_bytes(split_cache.MAGIC + (5).to_bytes(8, "little") + b"{nope")
+    elif how == "fields":
+        path.write_bytes(data.replace(b'"layers"', b'"levels"'))
+    elif how == "types":
+        path.write_bytes(data.replace(b'"flag": true', b'"flag": 1.5'))
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated", "longer", "magic", "empty", "header", "fields", "types"]
+)
+def test_a_file_that_is_not_a_cut_is_cut_again_and_replaced(
+    tmp_path: Path, source: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = SplitCache(tmp_path / "splits")
+    cutter = Cutter(source)
+    made = _get(cache, source, cutter)
+    (kept,) = _files(cache)
+    _corrupt(kept, how)
+    with caplog.at_level(logging.WARNING, logger=split_cache.__name__):
+        assert _get(cache, source, cutter) == made
+    assert "is not a cut" in caplog.text
+    assert cutter.calls == 2
+    assert _get(cache, source, cutter) == made  # replaced: read again
+    assert cutter.calls == 2
+
+
+def test_a_directory_that_cannot_be_written_costs_only_the_cut(
+    tmp_path: Path, source: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a directory")
+    cache = SplitCache(blocked / "splits")
+    cutter = Cutter(source)
+    with caplog.at_level(logging.WARNING, logger=split_cache.__name__):
+        assert _get(cache, source, cutter) == cutter()
+    assert "cannot write" in caplog.text and "--split-cache" in caplog.text
+    assert blocked.read_text() == "not a directory"
+
+
+def test_a_missing_source_is_the_cuts_error(tmp_path: Path) -> None:
+    cache = SplitCache(tmp_path / "splits")
+    with pytest.raises(FileNotFoundError):
+        _get(cache, tmp_path / "gone.onnx", Cutter(tmp_path / "gone.onnx"))
+    assert not cache.directory.exists()
+
+
+def test_processes_that_start_together_each_read_a_whole_cut(tmp_path: Path, source: Path) -> None:
+    cache = SplitCache(tmp_path / "splits")
+    results: list[Cut] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(_get(cache, source, Cutter(source))))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 8 and len(set(results)) == 1
+    assert len(_files(cache)) == 1
+
+
+def test_the_setting_names_the_directory() -> None:
+    home = {"HOME": "/home/caller"}
+    assert SplitCache.from_setting("off", home) is None
+    assert SplitCache.from_setting("auto", home) == SplitCache(
+        Path("/home/caller/.cache/voxflow/splits")
+    )
+    xdg = {**home, "XDG_CACHE_HOME": "/var/cache/me"}
+    assert SplitCache.from_setting("auto", xdg) == SplitCache(Path("/var/cache/me/voxflow/splits"))
+    assert SplitCache.from_setting("auto", {}) is None  # nowhere to put it
+    assert SplitCache.from_setting("/srv/splits", home) == SplitCache(Path("/srv/splits"))
+    assert SplitCache.from_env({**home, "VOXFLOW_SPLIT_CACHE": "off"}) is None
+    assert SplitCache.from_env(home) == SplitCache.from_setting("auto", home)
+
+
+def test_the_server_setting_comes_from_the_flag_or_the_environment() -> None:
+    assert ServerSettings(port=8000).split_cache == "auto"
+    from_env = ServerSettings.from_env({"VOXFLOW_SPLIT_CACHE": "/srv/splits"})
+    assert from_env.split_cache == "/srv/splits"
+    parser = argparse.ArgumentParser()
+    add_serve_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["serve", "--split-cache", "off"])
+    flagged = ServerSettings.from_env({"VOXFLOW_SPLIT_CACHE": "/srv"}, **kokoro_overrides(args))
+    assert flagged.split_cache == "off"
+    with pytest.raises(ValueError, match="split_cache"):
+        ServerSettings(port=8000, split_cache=" ")
+
+
+def test_a_voice_loaded_from_the_cache_speaks_as_one_cut_afresh(
+    tmp_path: Path, registry: VoiceRegistry, engine: PiperEngine
+) -> None:
+    cache = SplitCache(tmp_path / "splits")
+    info = registry.get("joe")
+    settings = EngineSettings(wide_threads=0, split_cache=cache)
+    PiperEngine(registry, settings).load("joe")  # cuts and keeps
+    (kept,) = _files(cache)
+    with kept.open("rb") as file:
+        assert split_cache._load(SplitModel, file) == split_piper_model(onnx.load(info.model_path))
+    written = kept.stat().st_mtime_ns
+    cached = PiperEngine(registry, settings)  # reads it back, writes nothing
+    voice = VoiceSettings(seed=1)
+    heard = cached.prepare("Hello there.", "joe", voice)
+    expected = engine.prepare("Hello there.", "joe", voice)
+    np.testing.assert_array_equal(
+        cached.render(heard, 0, heard.num_frames), engine.render(expected, 0, expected.num_frames)
+    )
+    assert kept.stat().st_mtime_ns == written
