@@ -127,7 +127,7 @@ async def _settled_rss(base: str, options: BenchOptions) -> float:
     samples = []
     for _ in range(3):
         samples.append(await asyncio.to_thread(_rss_mib, base))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(options.memory_sample_gap_s)
     return statistics.median(samples)
 
 

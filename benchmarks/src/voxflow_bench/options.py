@@ -47,6 +47,8 @@ class BenchOptions:
     # The memory section's wait before it reads the resident size: the server returns freed
     # memory once its workers have been idle 0.25 s; this leaves it room.
     memory_settle_s: float = 1.0
+    # The gap between the three samples of each reading of the resident size.
+    memory_sample_gap_s: float = 0.2
 
     def __post_init__(self) -> None:
         if not self.replies:
@@ -66,8 +68,8 @@ class BenchOptions:
             raise ValueError("run_timeout_s must be > 0")
         if self.stopped_reader_s < 1.5:
             raise ValueError("stopped_reader_s must be >= 1.5")
-        if self.memory_settle_s < 0:
-            raise ValueError("memory_settle_s must be >= 0")
+        if self.memory_settle_s < 0 or self.memory_sample_gap_s < 0:
+            raise ValueError("memory_settle_s and memory_sample_gap_s must be >= 0")
         if self.long_text_chars < 1 or self.busy_streams < 1:
             raise ValueError("long_text_chars and busy_streams must be >= 1")
         if not self.cancel_text.strip():

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,12 +212,22 @@ def _flushed_reply_ms(ws: ClientConnection, cid: str, close: dict[str, Any]) -> 
     return heard_ms
 
 
-def test_close_context_after_a_flush_finishes_unless_immediate(multi: ClientConnection) -> None:
-    # ElevenLabs' rule: a flushed context that is closed still speaks what was flushed...
-    finished_ms = _flushed_reply_ms(multi, "finishes", {})
-    # ...unless the client asks for the barge-in at once ("immediate": true, LiveKit's and
-    # some SDKs' spelling), which stops the rendering with no more audio of it.
-    stopped_ms = _flushed_reply_ms(multi, "stops", {"immediate": True})
+def test_close_context_after_a_flush_finishes_unless_immediate(
+    server_factory: Callable[..., contextlib.AbstractContextManager[str]],
+) -> None:
+    # A lead longer than the reply: its end is rendered at once, not paced as it would play
+    # (the default 20 s held the finishing context 5 s here).
+    with (
+        server_factory(max_lead_s=600.0, workers=2) as url,
+        connect(
+            _url(url, f"{EL_VOICE}/multi-stream-input", "output_format=pcm_16000"), max_size=None
+        ) as multi,
+    ):
+        # ElevenLabs' rule: a flushed context that is closed still speaks what was flushed...
+        finished_ms = _flushed_reply_ms(multi, "finishes", {})
+        # ...unless the client asks for the barge-in at once ("immediate": true, LiveKit's and
+        # some SDKs' spelling), which stops the rendering with no more audio of it.
+        stopped_ms = _flushed_reply_ms(multi, "stops", {"immediate": True})
     assert finished_ms > 20_000  # three times LONG: tens of seconds of speech
     assert stopped_ms < finished_ms / 3
 
