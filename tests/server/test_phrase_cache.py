@@ -16,6 +16,8 @@ import pytest
 from websockets.sync.client import ClientConnection, connect
 
 from tests.support.redis_server import RedisServer, redis_server
+from tests.support.servers import TEST_MAX_STREAMS, free_port, running_server
+from voxflow.config import ServerSettings
 
 PHRASE = "One moment, let me check that for you."
 ServerFactory = Callable[..., contextlib.AbstractContextManager[str]]
@@ -91,8 +93,19 @@ def test_a_prefetch_body_that_is_not_json_is_a_400(server_url: str) -> None:
     assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_json"
 
 
-def test_a_server_without_a_cache_says_so(server_factory: ServerFactory) -> None:
-    with server_factory(workers=1, cache_bytes=0) as url, httpx.Client(timeout=30) as client:
+@pytest.fixture(scope="module")
+def uncached_url() -> Iterator[str]:
+    """A server with no phrase cache (one for the module: nothing it does is remembered)."""
+    settings = ServerSettings(
+        port=free_port(), workers=1, max_streams=TEST_MAX_STREAMS, cache_bytes=0
+    )
+    with running_server(settings) as url:
+        yield url
+
+
+def test_a_server_without_a_cache_says_so(uncached_url: str) -> None:
+    url = uncached_url
+    with httpx.Client(timeout=30) as client:
         answer = _prefetch(client, url)
         assert answer.status_code == 409
         assert answer.json()["error"]["code"] == "cache_disabled"
@@ -229,9 +242,9 @@ def test_a_native_prefetch_makes_a_streamed_reply_a_hit(server_factory: ServerFa
 
 
 def test_a_native_prefetch_without_a_cache_is_an_error_and_the_socket_goes_on(
-    server_factory: ServerFactory,
+    uncached_url: str,
 ) -> None:
-    with server_factory(workers=1, cache_bytes=0) as url, connect(_native(url)) as ws:
+    with connect(_native(uncached_url)) as ws:
         ws.send(json.dumps({"type": "prefetch", "context_id": "p", "text": PHRASE}))
         error = json.loads(ws.recv(timeout=30))
         assert (error["type"], error["code"], error["context_id"]) == (
