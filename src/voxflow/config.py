@@ -123,7 +123,7 @@ class ServerSettings:
     kokoro_fallback_voice: str | None = None
     # name=voice pairs: clients' voice names (OpenAI's "alloy") to voices of this server.
     voice_aliases: tuple[str, ...] = ()
-    # Where the voices' cut models are kept between starts (engines.split_cache): auto
+    # Where the voices' cut and optimized models are kept between starts (engines.split_cache): auto
     # ($XDG_CACHE_HOME/voxflow/splits or ~/.cache/voxflow/splits), off, or a directory.
     split_cache: str = "auto"
 

@@ -20,7 +20,7 @@ from voxflow.engines.base import VoiceSettings
 from voxflow.engines.graph_split import SplitModel, split_piper_model
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
-from voxflow.engines.split_cache import SplitCache
+from voxflow.engines.split_cache import CachedCut, SplitCache
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,12 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
-def _get(cache: SplitCache, source: Path, cutter: Cutter) -> Cut:
+def _cached(cache: SplitCache, source: Path, cutter: Cutter) -> CachedCut[Cut]:
     return cache.get(Cut, [source], [split_cache], cutter)
+
+
+def _get(cache: SplitCache, source: Path, cutter: Cutter) -> Cut:
+    return _cached(cache, source, cutter).value
 
 
 def _files(cache: SplitCache) -> list[Path]:
@@ -183,22 +187,44 @@ def test_the_server_setting_comes_from_the_flag_or_the_environment() -> None:
         ServerSettings(port=8000, split_cache=" ")
 
 
+def test_the_optimized_stages_are_named_by_the_cut_the_stage_and_the_threads(
+    tmp_path: Path, source: Path
+) -> None:
+    assert CachedCut(Cut(b"", b"", 0, False)).optimized("first", 1) is None  # no cache
+    cache = SplitCache(tmp_path / "splits")
+    cached = _cached(cache, source, Cutter(source))
+    (kept,) = _files(cache)
+    names = {cached.optimized(stage, n) for stage in ("first", "second") for n in (1, 2)}
+    assert len(names) == 4
+    for name in names:
+        assert name is not None and name.parent == cache.directory
+        assert name.name.startswith(kept.stem + ".") and name.suffix == ".onnx"
+    # The machine's part of the name is the same on every load.
+    again = _cached(SplitCache(tmp_path / "splits"), source, Cutter(source))
+    assert again.optimized("first", 1) == cached.optimized("first", 1)
+
+
 def test_a_voice_loaded_from_the_cache_speaks_as_one_cut_afresh(
     tmp_path: Path, registry: VoiceRegistry, engine: PiperEngine
 ) -> None:
     cache = SplitCache(tmp_path / "splits")
     info = registry.get("joe")
-    settings = EngineSettings(wide_threads=0, split_cache=cache)
-    PiperEngine(registry, settings).load("joe")  # cuts and keeps
-    (kept,) = _files(cache)
+    settings = EngineSettings(split_cache=cache)  # one thread, and two for a wide job
+    PiperEngine(registry, settings).load("joe")  # cuts and optimizes, and keeps both
+    files = _files(cache)
+    # The cut, and each of its three stages optimized for one and for two threads.
+    assert [f.suffix for f in files].count(".split") == 1 and len(files) == 7
+    kept = next(f for f in files if f.suffix == ".split")
     with kept.open("rb") as file:
         assert split_cache._load(SplitModel, file) == split_piper_model(onnx.load(info.model_path))
-    written = kept.stat().st_mtime_ns
-    cached = PiperEngine(registry, settings)  # reads it back, writes nothing
+    written = {f: f.stat().st_mtime_ns for f in files}
+    cached = PiperEngine(registry, settings)  # reads them back, writes nothing
     voice = VoiceSettings(seed=1)
-    heard = cached.prepare("Hello there.", "joe", voice)
-    expected = engine.prepare("Hello there.", "joe", voice)
-    np.testing.assert_array_equal(
-        cached.render(heard, 0, heard.num_frames), engine.render(expected, 0, expected.num_frames)
-    )
-    assert kept.stat().st_mtime_ns == written
+    for threads in (None, 2):
+        heard = cached.prepare("Hello there.", "joe", voice, threads)
+        expected = engine.prepare("Hello there.", "joe", voice, threads)
+        np.testing.assert_array_equal(
+            cached.render(heard, 0, heard.num_frames, threads),
+            engine.render(expected, 0, expected.num_frames, threads),
+        )
+    assert {f: f.stat().st_mtime_ns for f in _files(cache)} == written

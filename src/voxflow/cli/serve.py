@@ -145,7 +145,7 @@ def _add_kokoro_options(serve: argparse.ArgumentParser) -> None:
         "--split-cache",
         dest="split_cache",
         metavar="DIR",
-        help="keep the voices' cut models here between starts: auto (default: "
+        help="keep the voices' cut and optimized models here between starts: auto (default: "
         "~/.cache/voxflow/splits), off, or a directory",
     )
     kokoro.add_argument(

@@ -18,7 +18,9 @@ import json
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,7 +48,7 @@ from voxflow.engines.graph_split import (
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
-from voxflow.engines.split_cache import SplitCache
+from voxflow.engines.split_cache import CachedCut, SplitCache
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +84,8 @@ class EngineSettings:
     # alignment of phonemes to frames): a 1,250-character spoken text took 650 MiB. Callers cut
     # text into pieces well under this; the engine refuses longer ones with a clear error.
     max_phoneme_ids: int = 2000
-    # Where a voice's cut model is kept between starts (None: cut at every load).
+    # Where a voice's cut and optimized stages are kept between starts (None: made at every
+    # load; engines.split_cache).
     split_cache: SplitCache | None = None
 
     def __post_init__(self) -> None:
@@ -112,13 +115,14 @@ class LoadedVoice:
                 "supported (espeak voices only)"
             )
         self.phonemizer = Phonemizer(self.config.espeak_voice, self.config.vowel_clusters)
-        split = _cut(info, settings.split_cache)
+        cached = _cut(info, settings.split_cache)
+        split = cached.value
         self.latent_channels = split.latent_channels
         self.has_speaker_input = split.has_speaker_input
         self.run_options = shrinking_run_options()
         self.keeping_options = ort.RunOptions()
         self._stages = ByThreads(
-            lambda threads: _Stages(split, threads),
+            lambda threads: _Stages(split, threads, cached.optimized),
             settings.intra_op_threads,
             settings.wide_threads,
         )
@@ -337,18 +341,22 @@ class PiperEngine:
 class _Stages:
     """The three ONNX Runtime sessions of a voice, run with ``threads`` intra-op threads."""
 
-    def __init__(self, split: SplitModel, threads: int) -> None:
-        self.text = cpu_session(split.text_stage, threads)
-        self.flow = cpu_session(split.flow_stage, threads)
-        self.decoder = cpu_session(split.decoder_stage, threads)
+    def __init__(
+        self, split: SplitModel, threads: int, optimized: Callable[[str, int], Path | None]
+    ) -> None:
+        self.text = cpu_session(split.text_stage, threads, optimized("text_stage", threads))
+        self.flow = cpu_session(split.flow_stage, threads, optimized("flow_stage", threads))
+        self.decoder = cpu_session(
+            split.decoder_stage, threads, optimized("decoder_stage", threads)
+        )
 
 
-def _cut(info: VoiceInfo, cache: SplitCache | None) -> SplitModel:
+def _cut(info: VoiceInfo, cache: SplitCache | None) -> CachedCut[SplitModel]:
     def cut() -> SplitModel:
         return split_piper_model(onnx.load(str(info.model_path)))
 
     if cache is None:
-        return cut()
+        return CachedCut(cut())
     return cache.get(SplitModel, [info.model_path], [graph_split, conv2d], cut)
 
 

@@ -20,7 +20,7 @@ def build_engine(
 ) -> EngineRouter:
     """The engine for every voice ``registry`` has: Piper's, and Kokoro's when the registry
     offers Kokoro voices. ``threads``: intra-op threads of an ordinary job; ``split_cache``:
-    where the cut models are kept between starts (None: cut at every load)."""
+    where the cut and optimized models are kept between starts (None: made at every load)."""
     engines: dict[str, Engine] = {
         "piper": PiperEngine(
             registry, EngineSettings(intra_op_threads=threads, split_cache=split_cache)

@@ -7,22 +7,91 @@ ordinary jobs and ``wide_threads`` for jobs the scheduler runs alone (``Engine.r
 
 from __future__ import annotations
 
+import logging
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import onnxruntime as ort
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    Fail,
+    InvalidArgument,
+    InvalidGraph,
+    InvalidProtobuf,
+    NoSuchFile,
+    RuntimeException,
+)
+
+log = logging.getLogger(__name__)
+
+# What ONNX Runtime raises for a model file it cannot load (its classes are not OSError's).
+_UNLOADABLE = (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, RuntimeException)
 
 T = TypeVar("T")
 
 
-def cpu_session(model: bytes, threads: int) -> ort.InferenceSession:
-    """A CPU session of ``model`` with ``threads`` intra-op threads."""
+def cpu_session(model: bytes, threads: int, optimized: Path | None = None) -> ort.InferenceSession:
+    """A CPU session of ``model`` with ``threads`` intra-op threads.
+
+    ``optimized``: where ``model``'s graph as ONNX Runtime optimizes it for this machine is kept
+    (``SplitCache``). Present, the session is made from it with no optimization (the same
+    session, bit for bit, made in a third of the time: 0.06 s of CPU instead of 0.19 s for the
+    bundled voice's three stages); absent, the session is made from ``model`` and the optimized
+    graph written there, under a temporary name then renamed. A file that does not load is
+    logged and made again; a directory that cannot be written costs nothing but the time."""
+    if optimized is not None:
+        if optimized.exists():
+            options = _options(threads)
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            try:
+                return ort.InferenceSession(
+                    str(optimized), options, providers=["CPUExecutionProvider"]
+                )
+            except (*_UNLOADABLE, OSError) as error:
+                log.warning(
+                    "split cache: %s does not load (%s); optimizing again", optimized, error
+                )
+        return _optimized_session(model, threads, optimized)
+    return ort.InferenceSession(model, _options(threads), providers=["CPUExecutionProvider"])
+
+
+def _options(threads: int) -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # Spinning workers burn a core while idle, which starves the other streams' windows.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return options
+
+
+def _optimized_session(model: bytes, threads: int, optimized: Path) -> ort.InferenceSession:
+    """A session of ``model``, its optimized graph written to ``optimized`` on the way."""
+    options = _options(threads)
+    temporary: Path | None = None
+    try:
+        optimized.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            dir=optimized.parent, prefix=".partial-", suffix=".onnx", delete=False
+        ) as file:
+            temporary = Path(file.name)
+    except OSError as error:
+        log.warning("split cache: cannot write %s (%s)", optimized, error)
+    if temporary is None:
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    try:
+        options.optimized_model_filepath = str(temporary)
+        # Not its warning that the graph may hold this machine's own optimizations: the file's
+        # name says which machine (SplitCache).
+        options.log_severity_level = 3
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        os.replace(temporary, optimized)
+        temporary = None
+        return session
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
 
 
 def shrinking_run_options() -> ort.RunOptions:

@@ -26,6 +26,7 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
-from voxflow.engines.split_cache import SplitCache
+from voxflow.engines.split_cache import CachedCut, SplitCache
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,8 @@ class KokoroSettings:
     # best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
     prior_frames: float = 150.0
     prior_file: Path = PRIOR_FILE
-    # Where the cut model is kept between starts (None: cut at every load).
+    # Where the cut and optimized stages are kept between starts (None: made at every load;
+    # engines.split_cache).
     split_cache: SplitCache | None = None
 
     def __post_init__(self) -> None:
@@ -107,23 +109,30 @@ class KokoroSettings:
 class _Stages:
     """The prosody stage and the decoder, run with ``threads`` intra-op threads."""
 
-    def __init__(self, split: KokoroSplit, threads: int) -> None:
-        self.prosody = cpu_session(split.prosody_stage, threads)
-        self.decoder = cpu_session(split.decoder_stage, threads)
+    def __init__(
+        self, split: KokoroSplit, threads: int, optimized: Callable[[str, int], Path | None]
+    ) -> None:
+        self.prosody = cpu_session(
+            split.prosody_stage, threads, optimized("prosody_stage", threads)
+        )
+        self.decoder = cpu_session(
+            split.decoder_stage, threads, optimized("decoder_stage", threads)
+        )
 
 
 class _Model:
     """The split model, its sessions (one set per thread count) and the decoder's outputs."""
 
     def __init__(self, settings: KokoroSettings) -> None:
-        split = _cut(settings.split_cache)
+        cached = _cut(settings.split_cache)
+        split = cached.value
         self.layers = split.norm_layers
         self.outputs = [AUDIO] + [
             name for i in range(self.layers) for name in (window_mean(i), window_meansq(i))
         ]
         self.run_options = shrinking_run_options()
         self._stages = ByThreads(
-            lambda threads: _Stages(split, threads),
+            lambda threads: _Stages(split, threads, cached.optimized),
             settings.intra_op_threads,
             settings.wide_threads,
         )
@@ -160,12 +169,12 @@ class _Model:
         return results[0].reshape(-1), own
 
 
-def _cut(cache: SplitCache | None) -> KokoroSplit:
+def _cut(cache: SplitCache | None) -> CachedCut[KokoroSplit]:
     def cut() -> KokoroSplit:
         return split_kokoro_model(onnx.load_model_from_string(read_model()))
 
     if cache is None:
-        return cut()
+        return CachedCut(cut())
     # The parts are checked against the model's digest when cut; a part that changes after
     # that changes the cache file's name too.
     return cache.get(KokoroSplit, part_paths(), [graph, graph_split, conv2d], cut)
