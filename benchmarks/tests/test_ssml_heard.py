@@ -8,15 +8,24 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from voxflow import SSML, LocalSpeaker, SessionConfig, StartOptions, VoiceRegistry, build_engine
+from voxflow import (
+    SSML,
+    LocalSpeaker,
+    SessionConfig,
+    SplitCache,
+    StartOptions,
+    VoiceRegistry,
+    build_engine,
+)
 from voxflow import VoiceSettings as Settings
 from voxflow_bench.intelligibility import Transcriber
 
 
 @pytest.fixture(scope="module")
-def heard() -> Iterator[Callable[[str, bool], str]]:
+def heard(split_cache: SplitCache | None) -> Iterator[Callable[[str, bool], str]]:
     transcriber = Transcriber()
-    with LocalSpeaker(build_engine(VoiceRegistry()), SessionConfig("joe")) as speaker:
+    engine = build_engine(VoiceRegistry(), split_cache=split_cache)
+    with LocalSpeaker(engine, SessionConfig("joe")) as speaker:
 
         def hear(text: str, ssml: bool) -> str:
             options = StartOptions(markup=SSML if ssml else None, settings=Settings(seed=1))

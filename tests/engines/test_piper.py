@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.split_cache import SplitCache
 
 LONG = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
@@ -66,10 +68,10 @@ def test_streamed_windows_equal_the_whole_utterance(
     ],
 )
 def test_too_little_overlap_in_either_stage_breaks_equality(
-    registry: VoiceRegistry, settings: EngineSettings
+    registry: VoiceRegistry, settings: EngineSettings, split_cache: SplitCache | None
 ) -> None:
     # Guards the test above: it must be the overlap, not luck, that makes windows match.
-    engine = PiperEngine(registry, settings)
+    engine = PiperEngine(registry, dataclasses.replace(settings, split_cache=split_cache))
     whole, streamed, _ = _whole_and_streamed(engine, LONG, (10, 10))
     assert _relative_error(streamed, whole) > 1e-2
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -18,6 +19,7 @@ from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
 from voxflow.engines.kokoro.voices import default_voices_dir, find_packs
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.split_cache import SplitCache
 
 # What each suite's conftest takes in (``from tests.support.fixtures import *``).
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "registry",
     "server_factory",
     "server_url",
+    "split_cache",
 ]
 
 
@@ -45,8 +48,15 @@ def registry() -> VoiceRegistry:
 
 
 @pytest.fixture(scope="session")
-def engine(registry: VoiceRegistry) -> PiperEngine:
-    engine = PiperEngine(registry, EngineSettings())
+def split_cache() -> SplitCache | None:
+    """Where the servers the tests start keep the cut and optimized models (``make unit`` puts
+    it in the venv): the session's engines share it."""
+    return SplitCache.from_env(os.environ)
+
+
+@pytest.fixture(scope="session")
+def engine(registry: VoiceRegistry, split_cache: SplitCache | None) -> PiperEngine:
+    engine = PiperEngine(registry, EngineSettings(split_cache=split_cache))
     engine.load("joe")
     return engine
 
@@ -62,11 +72,12 @@ def kokoro_registry() -> VoiceRegistry:
 
 
 @pytest.fixture(scope="session")
-def kokoro_engine(kokoro_registry: VoiceRegistry) -> KokoroEngine:
+def kokoro_engine(kokoro_registry: VoiceRegistry, split_cache: SplitCache | None) -> KokoroEngine:
     """The Kokoro engine with ``kokoro:af_heart`` loaded (the model split: a few seconds, once)."""
     # Both cores for every job (one set of sessions): the tests render whole sentences on the
     # test's thread, and results do not depend on the thread count.
-    engine = KokoroEngine(kokoro_registry, KokoroSettings(intra_op_threads=2, wide_threads=2))
+    settings = KokoroSettings(intra_op_threads=2, wide_threads=2, split_cache=split_cache)
+    engine = KokoroEngine(kokoro_registry, settings)
     engine.load("kokoro:af_heart")
     return engine
 

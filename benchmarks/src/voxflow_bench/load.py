@@ -49,7 +49,7 @@ from voxflow_bench.soak.wire import Endpoint, readyz
 __all__ = ["loop_clients", "run_capacity", "run_load", "stream_limit", "unloaded"]
 
 log = logging.getLogger(__name__)
-_BETWEEN_ROUNDS_S = 2.0  # the last round's streams end and the server settles
+_BETWEEN_ROUNDS_S = 2.0  # before a round: the last round's streams end and the server settles
 
 
 async def stream_limit(endpoint: Endpoint) -> int:
@@ -217,13 +217,14 @@ async def run_capacity(endpoint: Endpoint, options: SoakOptions, base: Outcomes)
         )
     levels: list[CapacityLevel] = []
     for n in sorted(options.capacity_levels):
-        rounds = []
+        rounds: list[Outcomes] = []
         for round_ in range(options.capacity_rounds):
+            if levels or rounds:
+                await asyncio.sleep(_BETWEEN_ROUNDS_S)
             outcomes = await loop_clients(
                 endpoint, options, n, options.capacity_round_s, label=f"cap{n}r{round_}"
             )
             rounds.append(Outcomes.of(outcomes))
-            await asyncio.sleep(_BETWEEN_ROUNDS_S)
         level = CapacityLevel(n, tuple(rounds), base.ttfa_ms.p95, options.ttfa_ratio_goal)
         levels.append(level)
         log.info(
