@@ -119,7 +119,9 @@ fleet-tools:
 
 # Two pytest workers (pytest-xdist), each taking whole files (--dist loadfile), so that a
 # module's fixtures (the bench's and the soak's servers) are set up once: about half the wall
-# time on 2 cores, as much of the suite waits on timeouts, sockets and subprocesses. The tests
+# time on 2 cores, as much of the suite waits on timeouts, sockets and subprocesses. The files
+# go out in collection order, the long ones first (tests/conftest.py), not xdist's default
+# order by number of tests, which left the one-test files of 20 s for the end. The tests
 # hold on a busy machine, which the other worker makes this one. PYTEST_WORKERS=0: one process.
 # PYTHONDONTWRITEBYTECODE is cleared for the run: where the environment sets it (container
 # images often do), nothing is ever cached, so every run compiles every module again, in each
@@ -131,7 +133,7 @@ fleet-tools:
 PYTEST_WORKERS ?= 2
 unit: install-dev kokoro-voices browser fleet-tools
 	PYTHONDONTWRITEBYTECODE= XDG_CACHE_HOME=$(abspath $(VENV))/cache \
-		$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+		$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint typecheck unit
 
