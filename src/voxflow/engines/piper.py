@@ -28,7 +28,7 @@ import onnx
 import onnxruntime as ort
 from piper.config import PhonemeType, PiperConfig
 
-from voxflow.engines import conv2d, graph_split
+from voxflow.engines import conv2d, graph_split, sessions
 from voxflow.engines.base import (
     FloatArray,
     Utterance,
@@ -357,7 +357,7 @@ def _cut(info: VoiceInfo, cache: SplitCache | None) -> CachedCut[SplitModel]:
 
     if cache is None:
         return CachedCut(cut())
-    return cache.get(SplitModel, [info.model_path], [graph_split, conv2d], cut)
+    return cache.get(SplitModel, [info.model_path], [graph_split, conv2d, sessions], cut)
 
 
 class TextTooLongError(ValueError):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from voxflow.engines import conv2d, graph_split
+from voxflow.engines import conv2d, graph_split, sessions
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
 from voxflow.engines.kokoro import graph
 from voxflow.engines.kokoro.graph import (
@@ -177,7 +177,7 @@ def _cut(cache: SplitCache | None) -> CachedCut[KokoroSplit]:
         return CachedCut(cut())
     # The parts are checked against the model's digest when cut; a part that changes after
     # that changes the cache file's name too.
-    return cache.get(KokoroSplit, part_paths(), [graph, graph_split, conv2d], cut)
+    return cache.get(KokoroSplit, part_paths(), [graph, graph_split, conv2d, sessions], cut)
 
 
 class _Voice:
