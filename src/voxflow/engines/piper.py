@@ -48,7 +48,7 @@ from voxflow.engines.graph_split import (
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
-from voxflow.engines.split_cache import CachedCut, SplitCache
+from voxflow.engines.split_cache import SplitCache, cached_cut
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,13 @@ class LoadedVoice:
                 "supported (espeak voices only)"
             )
         self.phonemizer = Phonemizer(self.config.espeak_voice, self.config.vowel_clusters)
-        cached = _cut(info, settings.split_cache)
+        cached = cached_cut(
+            settings.split_cache,
+            SplitModel,
+            [info.model_path],
+            [graph_split, conv2d, sessions],
+            lambda: split_piper_model(onnx.load(str(info.model_path))),
+        )
         split = cached.value
         self.latent_channels = split.latent_channels
         self.has_speaker_input = split.has_speaker_input
@@ -349,15 +355,6 @@ class _Stages:
         self.decoder = cpu_session(
             split.decoder_stage, threads, optimized("decoder_stage", threads)
         )
-
-
-def _cut(info: VoiceInfo, cache: SplitCache | None) -> CachedCut[SplitModel]:
-    def cut() -> SplitModel:
-        return split_piper_model(onnx.load(str(info.model_path)))
-
-    if cache is None:
-        return CachedCut(cut())
-    return cache.get(SplitModel, [info.model_path], [graph_split, conv2d, sessions], cut)
 
 
 class TextTooLongError(ValueError):

@@ -46,7 +46,7 @@ import onnxruntime as ort
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["CachedCut", "SplitCache"]
+__all__ = ["CachedCut", "SplitCache", "cached_cut"]
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,19 @@ class SplitCache:
         finally:
             if temporary is not None:
                 temporary.unlink(missing_ok=True)
+
+
+def cached_cut(
+    cache: SplitCache | None,
+    kind: type[Cut],
+    sources: Sequence[Path],
+    code: Sequence[ModuleType],
+    cut: Callable[[], Cut],
+) -> CachedCut[Cut]:
+    """``cache.get(...)``; without a cache, ``cut()`` with nowhere to keep it or its stages."""
+    if cache is None:
+        return CachedCut(cut())
+    return cache.get(kind, sources, code, cut)
 
 
 def _name(kind: type[Any], sources: Sequence[Path], code: Sequence[ModuleType]) -> str:

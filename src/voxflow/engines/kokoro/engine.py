@@ -68,7 +68,7 @@ from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
-from voxflow.engines.split_cache import CachedCut, SplitCache
+from voxflow.engines.split_cache import SplitCache, cached_cut
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,15 @@ class _Model:
     """The split model, its sessions (one set per thread count) and the decoder's outputs."""
 
     def __init__(self, settings: KokoroSettings) -> None:
-        cached = _cut(settings.split_cache)
+        # The parts are checked against the model's digest when cut; a part that changes after
+        # that changes the cache file's name too.
+        cached = cached_cut(
+            settings.split_cache,
+            KokoroSplit,
+            part_paths(),
+            [graph, graph_split, conv2d, sessions],
+            lambda: split_kokoro_model(onnx.load_model_from_string(read_model())),
+        )
         split = cached.value
         self.layers = split.norm_layers
         self.outputs = [AUDIO] + [
@@ -167,17 +175,6 @@ class _Model:
         results = stages.decoder.run(self.outputs, feeds, self.run_options)
         own = [(results[1 + 2 * i], results[2 + 2 * i]) for i in range(self.layers)]
         return results[0].reshape(-1), own
-
-
-def _cut(cache: SplitCache | None) -> CachedCut[KokoroSplit]:
-    def cut() -> KokoroSplit:
-        return split_kokoro_model(onnx.load_model_from_string(read_model()))
-
-    if cache is None:
-        return CachedCut(cut())
-    # The parts are checked against the model's digest when cut; a part that changes after
-    # that changes the cache file's name too.
-    return cache.get(KokoroSplit, part_paths(), [graph, graph_split, conv2d, sessions], cut)
 
 
 class _Voice:
