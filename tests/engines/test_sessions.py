@@ -90,3 +90,16 @@ def test_a_directory_that_cannot_be_written_costs_only_the_time(
     np.testing.assert_array_equal(_run(session), _run(cpu_session(_model(1.0), 1)))
     assert "cannot write" in caplog.text
     assert blocked.read_text() == "not a directory"
+
+
+def test_a_graph_that_cannot_be_put_in_place_costs_only_the_time(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The session is made, and its graph written beside the path, but the rename fails.
+    kept = tmp_path / "tiny.stage.1t.onnx"
+    (kept / "in the way").mkdir(parents=True)
+    with caplog.at_level(logging.WARNING, logger=sessions.__name__):
+        session = cpu_session(_model(1.0), 1, kept)
+    np.testing.assert_array_equal(_run(session), _run(cpu_session(_model(1.0), 1)))
+    assert "cannot write" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [kept.name]  # no temporary left

@@ -8,8 +8,6 @@ ordinary jobs and ``wide_threads`` for jobs the scheduler runs alone (``Engine.r
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -23,6 +21,8 @@ from onnxruntime.capi.onnxruntime_pybind11_state import (
     NoSuchFile,
     RuntimeException,
 )
+
+from voxflow.engines.split_cache import written_whole
 
 log = logging.getLogger(__name__)
 
@@ -67,31 +67,22 @@ def _options(threads: int) -> ort.SessionOptions:
 
 
 def _optimized_session(model: bytes, threads: int, optimized: Path) -> ort.InferenceSession:
-    """A session of ``model``, its optimized graph written to ``optimized`` on the way."""
-    options = _options(threads)
-    temporary: Path | None = None
+    """A session of ``model``, its optimized graph written to ``optimized`` on the way (or,
+    where that cannot be written, not kept)."""
+    session = None
     try:
-        optimized.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(
-            dir=optimized.parent, prefix=".partial-", suffix=".onnx", delete=False
-        ) as file:
-            temporary = Path(file.name)
+        with written_whole(optimized) as temporary:
+            options = _options(threads)
+            options.optimized_model_filepath = str(temporary)
+            # Not its warning that the graph may hold this machine's own optimizations: the
+            # file's name says which machine (SplitCache).
+            options.log_severity_level = 3
+            session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except OSError as error:
         log.warning("split cache: cannot write %s (%s)", optimized, error)
-    if temporary is None:
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    try:
-        options.optimized_model_filepath = str(temporary)
-        # Not its warning that the graph may hold this machine's own optimizations: the file's
-        # name says which machine (SplitCache).
-        options.log_severity_level = 3
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        os.replace(temporary, optimized)
-        temporary = None
-        return session
-    finally:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
+    if session is None:
+        session = ort.InferenceSession(model, _options(threads), providers=["CPUExecutionProvider"])
+    return session
 
 
 def shrinking_run_options() -> ort.RunOptions:

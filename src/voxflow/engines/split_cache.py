@@ -26,6 +26,7 @@ cut's scalar fields, and its stages' names and lengths in order), then the stage
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -34,7 +35,7 @@ import os
 import platform
 import tempfile
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -46,7 +47,7 @@ import onnxruntime as ort
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["CachedCut", "SplitCache", "cached_cut"]
+__all__ = ["CachedCut", "SplitCache", "cached_cut", "written_whole"]
 
 log = logging.getLogger(__name__)
 
@@ -134,16 +135,9 @@ class SplitCache:
         return None
 
     def _write(self, path: Path, made: DataclassInstance) -> None:
-        temporary: Path | None = None
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(
-                "wb", dir=self.directory, prefix=".partial-", delete=False
-            ) as file:
-                temporary = Path(file.name)
+            with written_whole(path) as temporary, temporary.open("wb") as file:
                 _dump(made, file)
-            os.replace(temporary, path)
-            temporary = None
             log.info("split cache: kept %s", path)
         except OSError as error:
             log.warning(
@@ -152,9 +146,22 @@ class SplitCache:
                 path,
                 error,
             )
-        finally:
-            if temporary is not None:
-                temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def written_whole(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` for the block to write; renamed to ``path`` when the
+    block ends, removed when it fails, so that no process reads half of ``path``. Making the
+    directory, the file or the rename raises ``OSError``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=path.suffix)
+    os.close(descriptor)
+    temporary = Path(name)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def cached_cut(
