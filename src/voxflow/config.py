@@ -103,6 +103,11 @@ class ServerSettings:
     # --ssl-certfile/--ssl-keyfile; some clients (the elevenlabs SDK's realtime) only speak wss://.
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
+    # TLS 1.3 session tickets sent after each handshake (resumption for clients that keep them).
+    # 0 by default: a ticket lands while a threaded client (the elevenlabs SDK's realtime, any
+    # websockets sync client) writes its handshake request, and its TLS socket, read and written
+    # from two threads at once, can lose that request (server.uvicorn_config).
+    ssl_session_tickets: int = 0
     # -- phrase cache (issue 13) --
     # Rendered phrases kept in this process (bytes; 0: no cache at all), and the shared tier
     # every replica sees (redis://host:port/db; None: none). A phrase is kept on its second
@@ -150,6 +155,8 @@ class ServerSettings:
         self._check_access_and_logs()
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
             raise ValueError("TLS needs both ssl_certfile and ssl_keyfile")
+        if self.ssl_session_tickets < 0:
+            raise ValueError("ssl_session_tickets must be >= 0")
         if self.cache_bytes < 0:
             raise ValueError("cache_bytes must be >= 0 (0: no phrase cache)")
         if self.cache_ttl_s <= 0 or self.cache_timeout_s <= 0:

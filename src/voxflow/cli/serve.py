@@ -78,6 +78,13 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     serve_cmd.add_argument(
         "--ssl-keyfile", type=Path, metavar="PEM", help="the private key of --ssl-certfile"
     )
+    serve_cmd.add_argument(
+        "--ssl-session-tickets",
+        type=int,
+        metavar="N",
+        help="TLS 1.3 session tickets sent after each handshake, for clients that resume "
+        "sessions (default 0: threaded clients can lose their first message to one)",
+    )
     _add_cache_options(serve_cmd)
     _add_kokoro_options(serve_cmd)
     _add_access_options(serve_cmd)
@@ -281,6 +288,7 @@ def serve(args: argparse.Namespace) -> int:
         drain_s=args.drain_s,
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
+        ssl_session_tickets=args.ssl_session_tickets,
         **access_overrides(args),
         **limit_overrides(args),
         **cache_overrides(args),

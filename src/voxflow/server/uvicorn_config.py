@@ -3,7 +3,9 @@ servers both run what this builds, so what is tested is what is served."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import uvicorn
@@ -34,6 +36,7 @@ def uvicorn_config(
         metrics = getattr(getattr(app, "state", None), "metrics", None)
         on_refused = metrics.count_rejected if metrics is not None else None
     limits = HttpLimits.from_settings(settings, fd_limit)
+    tls = settings.ssl_certfile is not None
     return uvicorn.Config(
         app,
         host=settings.host,
@@ -55,5 +58,27 @@ def uvicorn_config(
         # stops the start with the SSL library's error.
         ssl_certfile=settings.ssl_certfile,
         ssl_keyfile=settings.ssl_keyfile,
+        # uvicorn takes any factory for a sign of TLS: none for plain HTTP.
+        ssl_context_factory=(
+            partial(_with_session_tickets, settings.ssl_session_tickets) if tls else None
+        ),
         **options,
     )
+
+
+def _with_session_tickets(
+    tickets: int, _config: uvicorn.Config, default: Callable[[], ssl.SSLContext]
+) -> ssl.SSLContext:
+    """uvicorn's context from the settings' files, sending ``tickets`` TLS 1.3 session tickets
+    after each handshake (OpenSSL's default is two).
+
+    The tickets arrive just as the client, its handshake done, writes its first request. A
+    client that reads its TLS socket in one thread and writes it in another (websockets' sync
+    client, under the elevenlabs SDK's ``convert_realtime``) then has OpenSSL read the ticket and
+    encrypt the request at once on one connection, which it does not support: about one
+    connection in a thousand, on a busy machine, loses its request and waits for an answer until
+    it times out. With no tickets nothing arrives before the answer to that request.
+    """
+    context = default()
+    context.num_tickets = tickets
+    return context
