@@ -221,7 +221,7 @@ def test_options_refuse_what_cannot_run() -> None:
         SoakOptions(replies=replies, protocols=("smoke-signals",))
     with pytest.raises(ValueError, match=">= 1"):
         SoakOptions(replies=replies, capacity_levels=(0,))
-    options = SoakOptions(replies=replies, workers=2)
+    options = SoakOptions(replies=replies)
     assert options.reply(3, 1).text == "Hello." and options.as_dict()["replies"] == 1
 
 

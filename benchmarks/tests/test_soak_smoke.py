@@ -23,7 +23,6 @@ def _options(**changes: object) -> SoakOptions:
     replies = tuple(r for r in load_corpus() if r.name in ("reschedule", "lights", "ack-sure"))
     tiny: dict[str, object] = {
         "replies": replies,
-        "workers": 2,
         "unloaded_runs": 2,
         "load_s": 1.0,
         "load_factor": 3.0,
@@ -56,7 +55,7 @@ def _options(**changes: object) -> SoakOptions:
 def report() -> SoakReport:
     wyoming = f"tcp://127.0.0.1:{free_port()}"
     settings = ServerSettings(
-        port=free_port(), workers=2, max_streams=CAP, wyoming_uri=wyoming, write_timeout_s=1.0
+        port=free_port(), workers=3, max_streams=CAP, wyoming_uri=wyoming, write_timeout_s=1.0
     )
     with running_server(settings) as url:
         return asyncio.run(run_soak(url, _options(wyoming=wyoming)))
@@ -75,7 +74,7 @@ def test_load_admits_up_to_the_cap_and_refuses_the_rest(report: SoakReport) -> N
 
 def test_capacity_measures_each_level_in_rounds(report: SoakReport) -> None:
     capacity = report.capacity
-    assert capacity is not None and capacity.workers == 2
+    assert capacity is not None and capacity.workers == 3  # read from the server (--workers 3)
     assert [level.streams for level in capacity.levels] == [1]
     assert len(capacity.levels[0].rounds) == 1 and capacity.levels[0].rounds[0].total >= 1
 

@@ -3,23 +3,35 @@
 The public API: what an application that embeds voxflow, or drives a voxflow server, imports.
 
 * Synthesis in this process: ``LocalSpeaker`` runs the server's own path (segments, leads and
-  takeovers, render windows, seams) on an engine from ``build_engine(VoiceRegistry())``.
+  takeovers, render windows, seams) on an engine from ``build_engine(VoiceRegistry())``, or
+  from ``build_engine(installed_voices())`` for every voice installed here (Kokoro's too).
 * A server in this process: ``create_app(ServerSettings(...))`` is the ASGI app ``voxflow serve``
   runs.
-* A server elsewhere: ``VoxflowClient`` speaks the native WebSocket protocol; ``speak`` records
-  one context's audio and word timings; ``PlayoutBuffer`` models a client's player.
+* A server elsewhere: ``VoxflowClient`` speaks the native WebSocket protocol and yields its
+  events (``AudioEvent``, ``TimestampsEvent``, ``DoneEvent``, ``CancelledEvent``,
+  ``ErrorEvent``); ``speak`` records one context's audio and word timings; ``PlayoutBuffer``
+  models a client's player.
 * The settings they take: ``VoiceSettings`` (speed, seed, speaker), ``StartOptions`` (a context's
   voice, settings, format, normalization, markup: ``SSML`` or another ``SsmlDialect``, volume,
   pause after a sentence), ``SessionConfig`` and ``ChunkingConfig``.
 
-Everything else is internal: its modules move as the code does.
+Commands added to the ``voxflow`` command line by another distribution (the benchmarks') use
+the contract of ``voxflow.cli.plugins``. Everything else is internal: its modules move as the
+code does.
 """
 
 from voxflow.client import (
+    AudioEvent,
+    CancelledEvent,
     ContextRecorder,
     ContextResult,
+    DoneEvent,
+    DoneMetrics,
+    ErrorEvent,
+    Event,
     PlayoutBuffer,
     PlayoutStats,
+    TimestampsEvent,
     VoxflowClient,
     VoxflowConnectionError,
     WordTimestamp,
@@ -29,7 +41,7 @@ from voxflow.client import (
 from voxflow.config import ServerSettings
 from voxflow.connection.speaker import LocalSpeaker, SayResult, SayStats
 from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
-from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.registry import VoiceRegistry, installed_voices
 from voxflow.engines.router import build_engine
 from voxflow.engines.split_cache import SplitCache
 from voxflow.server.app import create_app
@@ -41,10 +53,16 @@ from voxflow.version import __version__
 
 __all__ = [
     "SSML",
+    "AudioEvent",
+    "CancelledEvent",
     "ChunkingConfig",
     "ContextRecorder",
     "ContextResult",
+    "DoneEvent",
+    "DoneMetrics",
     "Engine",
+    "ErrorEvent",
+    "Event",
     "LocalSpeaker",
     "NormalizationMode",
     "PlayoutBuffer",
@@ -57,6 +75,7 @@ __all__ = [
     "SsmlDialect",
     "StartOptions",
     "Strategy",
+    "TimestampsEvent",
     "VoiceNotFoundError",
     "VoiceRegistry",
     "VoiceSettings",
@@ -66,6 +85,7 @@ __all__ = [
     "__version__",
     "build_engine",
     "create_app",
+    "installed_voices",
     "speak",
     "stream_url",
 ]

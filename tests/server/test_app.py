@@ -46,6 +46,7 @@ def test_metrics_expose_the_documented_series(server_url: str) -> None:
     # Labelled by protocol (TTFA) and by protocol, format and voice (streams).
     assert 'voxflow_ttfa_seconds_count{protocol="openai"}' in body
     assert 'voxflow_streams_total{format="pcm_24000",protocol="openai",voice="joe"}' in body
+    assert "\nvoxflow_workers 2.0\n" in body  # the shared server's --workers 2
     for name in (
         "voxflow_ttfa_seconds_bucket",
         "voxflow_admitted_streams",

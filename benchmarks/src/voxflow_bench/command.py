@@ -13,9 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from voxflow import Engine, ServerSettings, SplitCache, VoiceRegistry, build_engine
+from voxflow import (
+    Engine,
+    ServerSettings,
+    SplitCache,
+    VoiceRegistry,
+    build_engine,
+    installed_voices,
+)
 from voxflow.cli.args import comma_ints
-from voxflow.engines.registry import installed_voices
 from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow_bench.calls.lines import PROTOCOLS
 from voxflow_bench.calls.plan import CallPattern

@@ -44,7 +44,7 @@ from voxflow_bench.soak.clients import (
 from voxflow_bench.soak.options import SoakOptions
 from voxflow_bench.soak.report import CapacityLevel, CapacityResult, LoadResult
 from voxflow_bench.soak.stats import Outcomes
-from voxflow_bench.soak.wire import Endpoint, readyz
+from voxflow_bench.soak.wire import Endpoint, readyz, server_workers
 
 __all__ = ["loop_clients", "run_capacity", "run_load", "stream_limit", "unloaded"]
 
@@ -205,6 +205,7 @@ async def run_load(endpoint: Endpoint, options: SoakOptions, base: Outcomes) -> 
 
 async def run_capacity(endpoint: Endpoint, options: SoakOptions, base: Outcomes) -> CapacityResult:
     limit = await stream_limit(endpoint)
+    workers = await server_workers(endpoint)
     top = max(options.capacity_levels)
     if limit < top:
         # Refused streams would make a level look lighter than it is.
@@ -236,7 +237,7 @@ async def run_capacity(endpoint: Endpoint, options: SoakOptions, base: Outcomes)
         )
         if not level.passed:
             break
-    return CapacityResult(base.ttfa_ms.p95, options.workers, limit, tuple(levels))
+    return CapacityResult(base.ttfa_ms.p95, workers, limit, tuple(levels))
 
 
 def _ms(value: float | None) -> str:

@@ -21,8 +21,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voxflow import ChunkingConfig, VoxflowClient, stream_url
-from voxflow.client import AudioEvent, CancelledEvent, DoneEvent, ErrorEvent
+from voxflow import (
+    AudioEvent,
+    CancelledEvent,
+    ChunkingConfig,
+    DoneEvent,
+    ErrorEvent,
+    VoxflowClient,
+    stream_url,
+)
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import Normalizer

@@ -21,8 +21,15 @@ import itertools
 import time
 from collections.abc import Sequence
 
-from voxflow import ChunkingConfig, ContextRecorder, ContextResult, VoxflowClient, speak
-from voxflow.client.messages import AudioEvent, ErrorEvent
+from voxflow import (
+    AudioEvent,
+    ChunkingConfig,
+    ContextRecorder,
+    ContextResult,
+    ErrorEvent,
+    VoxflowClient,
+    speak,
+)
 from voxflow.text.buffer import TextBuffer
 from voxflow_bench.corpus import Reply
 from voxflow_bench.options import BenchOptions

@@ -210,6 +210,7 @@ class Scheduler:
             return SchedulerStats(
                 ready_streams=self._policy.ready_streams(),
                 active_streams=len(self._policy.streams),
+                workers=self._settings.workers,
                 busy_workers=self._busy,
                 jobs_run=self._jobs_run,
                 deadline_misses=self._policy.misses,

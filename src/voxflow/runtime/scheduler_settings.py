@@ -60,6 +60,7 @@ class SchedulerSettings:
 class SchedulerStats:
     ready_streams: int
     active_streams: int
+    workers: int  # the synthesis workers (``SchedulerSettings.workers``)
     busy_workers: int
     jobs_run: int
     deadline_misses: int

@@ -40,6 +40,7 @@ class _SchedulerCollector(Collector):
         yield GaugeMetricFamily(
             "voxflow_queue_depth", "Streams waiting for a worker", value=stats.ready_streams
         )
+        yield GaugeMetricFamily("voxflow_workers", "Synthesis workers", value=stats.workers)
         yield GaugeMetricFamily(
             "voxflow_busy_workers", "Workers running a job", value=stats.busy_workers
         )

@@ -39,8 +39,15 @@ from wyoming.audio import AudioChunk
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
-from voxflow import VoxflowClient, VoxflowConnectionError, stream_url
-from voxflow.client import AudioEvent, CancelledEvent, DoneEvent, ErrorEvent
+from voxflow import (
+    AudioEvent,
+    CancelledEvent,
+    DoneEvent,
+    ErrorEvent,
+    VoxflowClient,
+    VoxflowConnectionError,
+    stream_url,
+)
 
 __all__ = [
     "PROTOCOLS",

@@ -21,8 +21,14 @@ from dataclasses import dataclass
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from voxflow import ContextRecorder, PlayoutBuffer, VoxflowClient, VoxflowConnectionError
-from voxflow.client import AudioEvent, ErrorEvent
+from voxflow import (
+    AudioEvent,
+    ContextRecorder,
+    ErrorEvent,
+    PlayoutBuffer,
+    VoxflowClient,
+    VoxflowConnectionError,
+)
 from voxflow_bench.soak.wire import Endpoint, HttpAnswer, IncompleteBody, post_json, reset
 
 __all__ = [

@@ -26,7 +26,6 @@ _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--rounds", "capacity_rounds", int, "capacity: rounds per level (median)"),
     ("--round-s", "capacity_round_s", float, "capacity: seconds per round"),
     ("--ttfa-ratio", "ttfa_ratio_goal", float, "capacity: TTFA p95 / unloaded p95 allowed"),
-    ("--workers", "workers", int, "the server's synthesis workers (default: this machine's cores)"),
     ("--fault-streams", "fault_streams", int, "faults: looping streams meanwhile"),
     ("--baseline-s", "baseline_s", float, "faults: seconds of the light load alone first"),
     ("--idle", "idle_sockets", int, "faults: silent sockets"),

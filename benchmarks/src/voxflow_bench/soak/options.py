@@ -7,7 +7,6 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from voxflow.config import default_workers
 from voxflow_bench.corpus import Reply, load_corpus
 
 __all__ = ["PROTOCOLS", "SOAK_SECTIONS", "SoakOptions", "short_texts"]
@@ -46,7 +45,6 @@ class SoakOptions:
     capacity_rounds: int = 3
     capacity_round_s: float = 30.0
     ttfa_ratio_goal: float = 1.5  # loaded TTFA p95 / unloaded p95
-    workers: int = field(default_factory=default_workers)  # the server's synthesis workers
     # -- faults, each while a light load streams --
     fault_streams: int = 2
     baseline_s: float = 5.0  # the light load alone, for reference
@@ -81,13 +79,12 @@ class SoakOptions:
         counts = (
             self.unloaded_runs,
             self.capacity_rounds,
-            self.workers,
             self.vanish_batch,
             self.soak_block,
             self.soak_text_chars,
         )
         if min(counts) < 1 or any(n < 1 for n in self.capacity_levels):
-            raise ValueError("runs, rounds, workers, batches, levels and blocks must be >= 1")
+            raise ValueError("runs, rounds, batches, levels and blocks must be >= 1")
         sizes = (self.idle_sockets, self.trickle_sockets, self.vanishing_clients)
         if min((*sizes, self.slow_readers, self.fault_streams, self.soak_requests)) < 0:
             raise ValueError("socket, client, reader, stream and request counts must be >= 0")

@@ -248,6 +248,15 @@ async def server_stats(endpoint: Endpoint, pid: int | None = None) -> ServerStat
     return parse_metrics(body.decode(), pid)
 
 
+async def server_workers(endpoint: Endpoint) -> int:
+    """The server's synthesis workers (``voxflow_workers`` in ``/metrics``)."""
+    status, body = await get(endpoint, "/metrics")
+    workers = _sample(body.decode(), "voxflow_workers") if status == 200 else None
+    if workers is None:
+        raise ValueError(f"{endpoint.http}/metrics has no voxflow_workers")
+    return int(workers)
+
+
 async def readyz(endpoint: Endpoint) -> dict[str, object]:
     """``/readyz``'s body (its status is 503 while saturated or draining: still an answer)."""
     _, body = await get(endpoint, "/readyz")

@@ -1,0 +1,85 @@
+"""The benchmarks reach voxflow the way a user does: its public API (``from voxflow import``),
+its command-line plugin contract (``voxflow.cli.plugins``), HTTP and the client. What is left
+of the way in is listed, one module at a time, and the list may only shrink."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import voxflow_bench
+
+BENCH = Path(voxflow_bench.__file__).parent
+PUBLIC = {"voxflow", "voxflow.cli.plugins"}
+
+# The offline benches that still render below the public API, with what each imports: the
+# component benches (encoders, markup's text stages) time a stage alone, and the prosody and
+# reply-intelligibility benches drive a session piece by piece. Each goes when its bench can be
+# written against LocalSpeaker or a server.
+INTERNAL: dict[str, set[str]] = {
+    "command": {
+        "voxflow.cli.args",
+        "voxflow.runtime.scheduler_settings",
+        "voxflow.server.services",
+    },
+    "encoders": {"voxflow.audio.encoders", "voxflow.audio.formats", "voxflow.audio.resample"},
+    "intelligibility": {
+        "voxflow.audio.pcm",
+        "voxflow.audio.resample",
+        "voxflow.engines.base",
+        "voxflow.runtime.windows",
+        "voxflow.server.services",
+    },
+    "markup": {"voxflow.text.buffer", "voxflow.text.lexicon", "voxflow.text.normalize.normalizer"},
+    "prosody.render": {
+        "voxflow.audio.seam_settings",
+        "voxflow.audio.seams",
+        "voxflow.connection.local",
+        "voxflow.connection.speaker",
+        "voxflow.engines.base",
+        "voxflow.runtime.jobs",
+        "voxflow.server.services",
+        "voxflow.session.context",
+        "voxflow.session.events",
+        "voxflow.session.pieces",
+        "voxflow.session.session",
+        "voxflow.session.timings",
+        "voxflow.text.chunking",
+        "voxflow.text.normalize.normalizer",
+    },
+    "prosody.results": {"voxflow.session.events"},
+    "prosody.run": {
+        "voxflow.connection.speaker",
+        "voxflow.server.services",
+        "voxflow.session.events",
+    },
+    "results": {"voxflow.text.segment"},
+    "sections": {"voxflow.text.buffer"},
+}
+
+
+def _voxflow_imports(path: Path) -> set[str]:
+    """The voxflow modules ``path`` imports from, wherever the import stands in it."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "voxflow"}
+
+
+def test_the_benchmarks_use_the_public_api_but_for_the_listed_internals() -> None:
+    internal: dict[str, set[str]] = {}
+    for path in sorted(BENCH.rglob("*.py")):
+        module = ".".join(path.relative_to(BENCH).with_suffix("").parts)
+        below = _voxflow_imports(path) - PUBLIC
+        if below:
+            internal[module] = below
+    assert internal == INTERNAL
+
+
+def test_the_finder_sees_imports_inside_functions(tmp_path: Path) -> None:
+    module = tmp_path / "late.py"
+    module.write_text("def run():\n    from voxflow.server.services import Services\n")
+    assert _voxflow_imports(module) == {"voxflow.server.services"}
