@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import voxflow
+from tests.support.source_imports import imported_modules
 
 SOURCE = Path(voxflow.__file__).parent.parent  # src/
 
@@ -145,16 +146,6 @@ def test_every_layer_imports_only_its_own_and_those_below() -> None:
     assert upward == []
 
 
-def _imports_of(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
 def test_nothing_of_the_product_or_its_tests_imports_the_benchmarks() -> None:
     tests = Path(__file__).parent
     files = [*(SOURCE / "voxflow").rglob("*.py"), *tests.rglob("*.py")]
@@ -162,7 +153,7 @@ def test_nothing_of_the_product_or_its_tests_imports_the_benchmarks() -> None:
     benchmark_imports = [
         (str(path), module)
         for path in files
-        for module in _imports_of(path)
+        for module in imported_modules(path)
         if module.split(".")[0] == "voxflow_bench"
     ]
     assert benchmark_imports == []
@@ -173,7 +164,7 @@ def test_test_modules_share_code_only_through_the_support_package() -> None:
     shared = [
         (str(path.relative_to(tests)), module)
         for path in tests.rglob("*.py")
-        for module in _imports_of(path)
+        for module in imported_modules(path)
         if module.split(".")[0] == "tests" and not module.startswith("tests.support")
     ]
     assert shared == []

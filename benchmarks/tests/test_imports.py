@@ -4,8 +4,9 @@ of the way in is listed, one module at a time, and the list may only shrink."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.support.source_imports import imported_modules
 
 import voxflow_bench
 
@@ -59,14 +60,7 @@ INTERNAL: dict[str, set[str]] = {
 
 
 def _voxflow_imports(path: Path) -> set[str]:
-    """The voxflow modules ``path`` imports from, wherever the import stands in it."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return {name for name in found if name.split(".")[0] == "voxflow"}
+    return {name for name in imported_modules(path) if name.split(".")[0] == "voxflow"}
 
 
 def test_the_benchmarks_use_the_public_api_but_for_the_listed_internals() -> None:
