@@ -31,7 +31,7 @@ INTERNAL: dict[str, set[str]] = {
         "voxflow.runtime.windows",
         "voxflow.server.services",
     },
-    "markup": {"voxflow.text.buffer", "voxflow.text.lexicon", "voxflow.text.normalize.normalizer"},
+    "markup": {"voxflow.text.lexicon", "voxflow.text.normalize.normalizer"},
     "prosody.render": {
         "voxflow.audio.seam_settings",
         "voxflow.audio.seams",
@@ -55,7 +55,6 @@ INTERNAL: dict[str, set[str]] = {
         "voxflow.session.events",
     },
     "results": {"voxflow.text.segment"},
-    "sections": {"voxflow.text.buffer"},
 }
 
 

@@ -14,6 +14,8 @@ The public API: what an application that embeds voxflow, or drives a voxflow ser
 * The settings they take: ``VoiceSettings`` (speed, seed, speaker), ``StartOptions`` (a context's
   voice, settings, format, normalization, markup: ``SSML`` or another ``SsmlDialect``, volume,
   pause after a sentence), ``SessionConfig`` and ``ChunkingConfig``.
+* The segmenter those settings configure: ``TextBuffer`` cuts text fed to it (an LLM's tokens)
+  into the ``Segment``s a session speaks, as the server cuts them.
 
 Commands added to the ``voxflow`` command line by another distribution (the benchmarks') use
 the contract of ``voxflow.cli.plugins``. Everything else is internal: its modules move as the
@@ -46,7 +48,8 @@ from voxflow.engines.router import build_engine
 from voxflow.engines.split_cache import SplitCache
 from voxflow.server.app import create_app
 from voxflow.session.options import SessionConfig, StartOptions
-from voxflow.text.chunking import ChunkingConfig, Strategy
+from voxflow.text.buffer import TextBuffer
+from voxflow.text.chunking import ChunkingConfig, Segment, Strategy
 from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.text.ssml import SSML, SsmlDialect
 from voxflow.version import __version__
@@ -69,12 +72,14 @@ __all__ = [
     "PlayoutStats",
     "SayResult",
     "SayStats",
+    "Segment",
     "ServerSettings",
     "SessionConfig",
     "SplitCache",
     "SsmlDialect",
     "StartOptions",
     "Strategy",
+    "TextBuffer",
     "TimestampsEvent",
     "VoiceNotFoundError",
     "VoiceRegistry",

@@ -27,10 +27,10 @@ from voxflow import (
     ChunkingConfig,
     DoneEvent,
     ErrorEvent,
+    TextBuffer,
     VoxflowClient,
     stream_url,
 )
-from voxflow.text.buffer import TextBuffer
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import Normalizer
 from voxflow_bench.corpus import Reply

@@ -27,10 +27,10 @@ from voxflow import (
     ContextRecorder,
     ContextResult,
     ErrorEvent,
+    TextBuffer,
     VoxflowClient,
     speak,
 )
-from voxflow.text.buffer import TextBuffer
 from voxflow_bench.corpus import Reply
 from voxflow_bench.options import BenchOptions
 from voxflow_bench.progress import ProgressLine
