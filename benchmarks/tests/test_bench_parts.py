@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from voxflow_bench.report import BenchReport, ServerReport, format_report
 from voxflow_bench.results import Level, Run, Section, first_sentence_chars
 from voxflow_bench.sections import first_segment_token
 from voxflow_bench.stats import Distribution, percentile
-from voxflow_bench.tokens import llm_tokens
+from voxflow_bench.tokens import llm_tokens, paced
 
 CATEGORIES = {
     "acknowledgement", "customer service", "scheduling", "smart home", "prices",
@@ -84,6 +85,17 @@ def test_llm_tokens_carry_leading_spaces_and_split_long_words() -> None:
     assert tokens[:4] == ["I", " can", " resc", "hedu"]
     assert " $" in tokens and "234" in tokens and "\n" in tokens
     assert "".join(llm_tokens("  spaces   here ")) == "  spaces   here "
+
+
+def test_paced_tokens_come_in_order_no_sooner_than_their_time() -> None:
+    with pytest.raises(ValueError, match="rate"):
+        paced(["a"], 0.0)
+    arrivals: list[tuple[str, float]] = []
+    for token in paced(["a", "b", "c", "d"], rate=100.0):
+        arrivals.append((token, time.monotonic()))
+    assert [token for token, _ in arrivals] == ["a", "b", "c", "d"]
+    # A lower bound holds on a busy machine: token i is due i / rate after the first.
+    assert arrivals[-1][1] - arrivals[0][1] >= 0.03 - 1e-3
 
 
 def test_first_segment_token_is_where_the_segmenter_cuts() -> None:

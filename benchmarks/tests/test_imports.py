@@ -14,29 +14,18 @@ BENCH = Path(voxflow_bench.__file__).parent
 PUBLIC = {"voxflow", "voxflow.cli.plugins"}
 
 # The offline benches that still render below the public API, with what each imports: the
-# component benches (encoders, markup's text stages) time a stage alone, and the prosody and
-# reply-intelligibility benches drive a session piece by piece. Each goes when its bench can be
-# written against LocalSpeaker or a server.
+# component benches (encoders, markup's text stages) time a stage alone, and the prosody bench
+# drives a session piece by piece (it tells which engine request each word timing came from,
+# which no client sees). Each goes when its bench can be written against LocalSpeaker or a
+# server.
 INTERNAL: dict[str, set[str]] = {
-    "command": {
-        "voxflow.cli.args",
-        "voxflow.runtime.scheduler_settings",
-        "voxflow.server.services",
-    },
+    "command": {"voxflow.cli.args", "voxflow.server.services"},
     "encoders": {"voxflow.audio.encoders", "voxflow.audio.formats", "voxflow.audio.resample"},
-    "intelligibility": {
-        "voxflow.audio.pcm",
-        "voxflow.audio.resample",
-        "voxflow.engines.base",
-        "voxflow.runtime.windows",
-        "voxflow.server.services",
-    },
     "markup": {"voxflow.text.lexicon", "voxflow.text.normalize.normalizer"},
     "prosody.render": {
         "voxflow.audio.seam_settings",
         "voxflow.audio.seams",
         "voxflow.connection.local",
-        "voxflow.connection.speaker",
         "voxflow.engines.base",
         "voxflow.runtime.jobs",
         "voxflow.server.services",
@@ -49,11 +38,7 @@ INTERNAL: dict[str, set[str]] = {
         "voxflow.text.normalize.normalizer",
     },
     "prosody.results": {"voxflow.session.events"},
-    "prosody.run": {
-        "voxflow.connection.speaker",
-        "voxflow.server.services",
-        "voxflow.session.events",
-    },
+    "prosody.run": {"voxflow.server.services", "voxflow.session.events"},
     "results": {"voxflow.text.segment"},
 }
 

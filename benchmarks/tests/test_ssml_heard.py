@@ -18,7 +18,7 @@ from voxflow import (
     build_engine,
 )
 from voxflow import VoiceSettings as Settings
-from voxflow_bench.intelligibility import Transcriber
+from voxflow_bench.intelligibility import RECOGNISER_FORMAT, Transcriber
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +28,12 @@ def heard(split_cache: SplitCache | None) -> Iterator[Callable[[str, bool], str]
     with LocalSpeaker(engine, SessionConfig("joe")) as speaker:
 
         def hear(text: str, ssml: bool) -> str:
-            options = StartOptions(markup=SSML if ssml else None, settings=Settings(seed=1))
-            result = speaker.say(text, options)
-            return transcriber.transcribe(result.audio, result.sample_rate)
+            options = StartOptions(
+                markup=SSML if ssml else None,
+                settings=Settings(seed=1),
+                output_format=RECOGNISER_FORMAT,
+            )
+            return transcriber.transcribe(speaker.say(text, options).audio)
 
         yield hear
 

@@ -15,7 +15,8 @@ The public API: what an application that embeds voxflow, or drives a voxflow ser
   voice, settings, format, normalization, markup: ``SSML`` or another ``SsmlDialect``, volume,
   pause after a sentence), ``SessionConfig`` and ``ChunkingConfig``.
 * The segmenter those settings configure: ``TextBuffer`` cuts text fed to it (an LLM's tokens)
-  into the ``Segment``s a session speaks, as the server cuts them.
+  into the ``Segment``s a session speaks, as the server cuts them; ``segment_text`` cuts a
+  whole text.
 
 Commands added to the ``voxflow`` command line by another distribution (the benchmarks') use
 the contract of ``voxflow.cli.plugins``. Everything else is internal: its modules move as the
@@ -48,7 +49,7 @@ from voxflow.engines.router import build_engine
 from voxflow.engines.split_cache import SplitCache
 from voxflow.server.app import create_app
 from voxflow.session.options import SessionConfig, StartOptions
-from voxflow.text.buffer import TextBuffer
+from voxflow.text.buffer import TextBuffer, segment_text
 from voxflow.text.chunking import ChunkingConfig, Segment, Strategy
 from voxflow.text.normalize.normalizer import NormalizationMode
 from voxflow.text.ssml import SSML, SsmlDialect
@@ -91,6 +92,7 @@ __all__ = [
     "build_engine",
     "create_app",
     "installed_voices",
+    "segment_text",
     "speak",
     "stream_url",
 ]

@@ -12,10 +12,10 @@ import pytest
 
 from voxflow.audio.seam_settings import JoinKind, SeamSettings
 from voxflow.audio.seams import SeamJoiner, SegmentMap
-from voxflow.connection.speaker import segment_text
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.session.context import join_kind
+from voxflow.text.buffer import segment_text
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
 
 Audio = npt.NDArray[np.float32]

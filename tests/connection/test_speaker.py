@@ -3,16 +3,19 @@ scheduler, seams)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from voxflow.connection.speaker import LocalSpeaker, segment_text
+from voxflow.connection.speaker import LocalSpeaker
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import PiperEngine
 from voxflow.session.options import SessionConfig, StartOptions
+from voxflow.session.session import Session
 from voxflow.text.chunking import ChunkingConfig, Strategy
 
 LONG = (
@@ -32,13 +35,6 @@ def sentence_by_sentence(engine: PiperEngine) -> Iterator[LocalSpeaker]:
     config = SessionConfig("joe", chunking=ChunkingConfig(strategy=Strategy.SENTENCE))
     with LocalSpeaker(engine, config, streamed=False) as speaker:
         yield speaker
-
-
-def test_default_chunking_gives_a_short_first_segment() -> None:
-    segments = segment_text(LONG, ChunkingConfig())
-    assert len(segments) >= 2
-    assert len(segments[0].text) < len(LONG) / 2
-    assert segment_text(LONG, ChunkingConfig(strategy=Strategy.SENTENCE))[0].text == LONG
 
 
 def test_streaming_reaches_first_audio_sooner_than_whole_sentences(
@@ -109,3 +105,66 @@ def test_nothing_to_say_and_bad_requests(streaming: LocalSpeaker) -> None:
         streaming.say("Hi.", StartOptions(voice="nobody"))
     with pytest.raises(ValueError, match="single speaker"):
         streaming.say("Hi.", StartOptions(settings=VoiceSettings(speaker_id=3)))
+
+
+def _arriving(text: str, size: int = 4) -> Iterator[str]:
+    """``text`` in pieces of ``size`` characters, a little apart, as an LLM's tokens come."""
+    for start in range(0, len(text), size):
+        time.sleep(0.002)
+        yield text[start : start + size]
+
+
+def test_pieces_as_they_arrive_are_spoken_as_the_whole_text(streaming: LocalSpeaker) -> None:
+    options = StartOptions(settings=VoiceSettings(seed=3))
+    whole = streaming.say(LONG, options)
+    arrived = streaming.say(_arriving(LONG), options)
+    # Whatever cuts the pieces' timing made, the text is spoken from its start to its end once.
+    assert LONG.startswith(arrived.pieces[0]) and arrived.pieces[-1].endswith("forget.")
+    assert arrived.stats.audio_ms == pytest.approx(whole.stats.audio_ms, rel=0.1)
+
+
+def test_an_error_reading_the_pieces_comes_out_of_say(streaming: LocalSpeaker) -> None:
+    class ModelGone(Exception):
+        pass
+
+    def failing() -> Iterator[str]:
+        yield "Hello there, "
+        raise ModelGone("the model went away")
+
+    with pytest.raises(ModelGone, match="went away"):
+        streaming.say(failing(), StartOptions())
+    # The speaker carries on with the next text.
+    assert streaming.say("Still here.", StartOptions()).audio.size > 0
+
+
+def test_closing_the_stream_stops_reading_the_pieces(streaming: LocalSpeaker) -> None:
+    read: list[int] = []
+
+    def endless() -> Iterator[str]:
+        while True:
+            read.append(1)
+            time.sleep(0.001)
+            yield "more words "
+
+    chunks = streaming.stream(endless(), StartOptions())
+    assert next(chunks).data
+    chunks.close()
+    count = len(read)
+    time.sleep(0.2)
+    # At most the piece being read as the stream closed: the reader stops at the next one.
+    assert len(read) <= count + 1
+
+
+def test_pieces_are_handed_to_the_session_on_the_thread_that_reads_the_audio(
+    streaming: LocalSpeaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: set[int] = set()
+    original = Session.text
+
+    def text(self: Session, context_id: str | None, piece: str, now: float) -> None:
+        threads.add(threading.get_ident())
+        original(self, context_id, piece, now)
+
+    monkeypatch.setattr(Session, "text", text)
+    streaming.say(_arriving("Let me check that for you."), StartOptions())
+    assert threads == {threading.get_ident()}

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.support.buffer_runs import check_segments, run, split_at, texts
 from tests.support.segment_texts import GOLDEN_TEXTS, tricky_text
-from voxflow.text.buffer import TextBuffer
+from voxflow.text.buffer import TextBuffer, segment_text
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy, every_sentence
 
 
@@ -501,3 +501,16 @@ def test_first_clause_is_released_as_soon_as_its_space_arrives() -> None:
     (segment,) = buffer.feed(" ")
     assert segment.text == "The quick brown fox jumps over the lazy dog while the orchestra,"
     assert segment.boundary is SegmentEnd.CLAUSE
+
+
+def test_segment_text_cuts_a_whole_text_as_a_buffer_fed_it_at_once() -> None:
+    text = (
+        "The quick brown fox jumps over the lazy dog while the orchestra, tuning its "
+        "instruments in the distance, prepares for a long evening. Then it plays."
+    )
+    segments = segment_text(text, ChunkingConfig())
+    assert len(segments) >= 2 and len(segments[0].text) < len(text) / 2
+    assert [s.text for s in segment_text(text, ChunkingConfig(strategy=Strategy.SENTENCE))] == [
+        text[: text.index(" Then")],
+        "Then it plays.",
+    ]

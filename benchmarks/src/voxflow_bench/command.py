@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -22,7 +21,6 @@ from voxflow import (
     installed_voices,
 )
 from voxflow.cli.args import comma_ints
-from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow_bench.calls.lines import PROTOCOLS
 from voxflow_bench.calls.plan import CallPattern
 from voxflow_bench.corpus import Reply, load_corpus
@@ -34,7 +32,7 @@ from voxflow_bench.report import format_report
 from voxflow_bench.server import run_server_bench_sync, ttfa_plot
 
 if TYPE_CHECKING:  # pocketsphinx is a dev dependency: imported by the command that needs it
-    from voxflow_bench.intelligibility import IntelligibilityReport, Transcriber
+    from voxflow_bench.intelligibility import IntelligibilityReport
 
 __all__ = ["BENCH_COMMANDS", "add_bench_parsers", "bench_command"]
 
@@ -274,49 +272,24 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
         raise ValueError(f"bench-intelligibility needs voxflow[dev] ({error})") from error
 
     transcriber = intelligibility.Transcriber()
-    if args.corpus is not None:
-        return _bench_reply_intelligibility(args, intelligibility.compare_replies, transcriber, out)
-    reports = []
+    replies = _replies(args) if args.corpus is not None else None
+    reports: list[IntelligibilityReport] = []
     for voice in args.voice:
         engine = _bench_voice_engine(registry, voice)
         print(f"  running {voice} ...", file=sys.stderr)  # noqa: T201 - CLI output
-        policy = SchedulerSettings().windows  # the windows the server cuts
-        sentences = intelligibility.SENTENCES
-        reports.append(intelligibility.compare(engine, voice, sentences, policy, transcriber))
-    if args.json:
-        print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
-    else:
-        print("\n\n".join(report.format() for report in reports), file=out)
-    return 0
+        if replies is None:
+            sentences = intelligibility.SENTENCES
+            reports.append(intelligibility.compare(engine, voice, sentences, transcriber))
+            continue
 
+        def progress(name: str, voice: str = voice) -> None:
+            print(f"  {voice}: {name} ...", file=sys.stderr)  # noqa: T201 - CLI output
 
-def _bench_reply_intelligibility(
-    args: argparse.Namespace,
-    compare_replies: Callable[..., IntelligibilityReport],
-    transcriber: Transcriber,
-    out: TextIO,
-) -> int:
-    from voxflow.server.services import Services  # noqa: PLC0415
-
-    replies = _replies(args)
-    kokoro = any(voice.startswith("kokoro:") for voice in args.voice)
-    settings = ServerSettings.from_env(
-        os.environ, voices_dir=args.voices_dir, kokoro=kokoro or None
-    )
-    services = Services.build(settings)
-    reports = []
-    try:
-        for voice in args.voice:
-
-            def progress(name: str, voice: str = voice) -> None:
-                print(f"  {voice}: {name} ...", file=sys.stderr)  # noqa: T201 - CLI output
-
-            report = compare_replies(
-                services, voice, replies, transcriber, args.token_rate, progress
+        reports.append(
+            intelligibility.compare_replies(
+                engine, voice, replies, transcriber, args.token_rate, progress
             )
-            reports.append(report)
-    finally:
-        services.shutdown()
+        )
     if args.json:
         print(json.dumps([report.as_dict() for report in reports], indent=2), file=out)
     else:

@@ -1,20 +1,24 @@
-"""Intelligibility: does a recogniser understand the streamed audio as well as the whole render?
+"""Intelligibility: does a recogniser understand the streamed audio as well as whole renders?
 
-Each sentence is prepared and rendered twice with the same seed: once in one run over all its
-frames (*whole*), and once window by window as the scheduler cuts a stream (*streamed*: a first
-window of ``first_frames``, then ``later_frames``, a short tail folded into the last window). Both
-renderings are resampled to 16 kHz with voxflow's own resampler and transcribed by PocketSphinx
-(offline, its bundled US English model), and each transcript is scored against the sentence by
-word error rate. PocketSphinx is a weak recogniser, so the whole render's WER is far from zero;
-the figure that matters is the difference between the two renderings, which is what the cuts
-cost a listener. The sentences have no digits, so no number spelling is needed to compare words.
+Each text is spoken twice through ``LocalSpeaker``, the server's own path, with the same seed:
+*whole*, the sentence-by-sentence baseline of local TTS servers (``streamed=False`` with sentence
+chunking: each sentence rendered in one run, joined by the server's seams), and *streamed*. Both
+come out at 16 kHz, resampled by the server's resampler as a client asking for ``pcm_16000``
+gets them, and PocketSphinx (offline, its bundled US English model) transcribes them; each
+transcript is scored against the text by word error rate. PocketSphinx is a weak recogniser, so
+the whole render's WER is far from zero; the figure that matters is the difference between the
+two renderings, which is what streaming costs a listener.
 
-``compare_replies`` does the same for agent replies on the server's whole path: each reply
-streamed as LLM tokens through a session on the server's own ``Services`` (the segmenter's
-leads, their takeovers, leads cut mid-turn, the seams: ``prosody_render.stream_reply``)
-against each of its sentences rendered whole and joined as the server joins sentences
-(``prosody_render.render_reference``). Both are scored against the reply's spoken form (its
-normalized text: "$86.40" is "eighty six dollars and forty cents"), and rendered without the
+``compare`` (the built-in sentences) streams each sentence in the render windows a stream gets,
+and nothing else (sentence chunking, no lead): the cost of the windows alone, which for Piper is
+nothing (they are the whole render to within rounding) and for Kokoro is what its running
+normalisation does (docs/kokoro.md). The sentences have no digits, so no number spelling is
+needed to compare words.
+
+``compare_replies`` streams agent replies as the server does, as LLM tokens at an LLM's pace
+(``tokens.paced``): the leads, their takeovers and the cuts made while the text runs dry, on top
+of the windows. Both renderings are scored against the reply's spoken form (as the session's
+normalizer says it: "$86.40" is "eighty-six dollars and forty cents") and rendered without the
 voice's noise (``noise_scale = noise_w = 0``), so that the two differ only where the stream cut.
 """
 
@@ -23,32 +27,35 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 import pocketsphinx
 
-from voxflow import Engine, VoiceSettings
-from voxflow.audio.pcm import to_pcm16
-from voxflow.audio.resample import StreamResampler
-from voxflow.engines.base import FloatArray
-from voxflow.runtime.windows import WindowPolicy
-from voxflow.server.services import Services
+from voxflow import (
+    ChunkingConfig,
+    Engine,
+    LocalSpeaker,
+    SessionConfig,
+    StartOptions,
+    Strategy,
+    VoiceSettings,
+)
 from voxflow_bench.corpus import Reply
-from voxflow_bench.prosody.render import render_reference, stream_reply
-from voxflow_bench.tokens import llm_tokens
+from voxflow_bench.tokens import llm_tokens, paced
 
 __all__ = [
+    "RECOGNISER_FORMAT",
     "REPLY_SETTINGS",
     "SENTENCES",
     "IntelligibilityReport",
     "SentenceResult",
+    "Speakers",
     "Transcriber",
     "compare",
     "compare_replies",
-    "render_streamed",
-    "render_whole",
     "word_error_rate",
     "word_errors",
 ]
@@ -56,6 +63,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RECOGNISER_RATE = 16000
+RECOGNISER_FORMAT = f"pcm_{RECOGNISER_RATE}"
 SETTINGS = VoiceSettings(seed=1)
 REPLY_SETTINGS = VoiceSettings(noise_scale=0.0, noise_w=0.0)
 
@@ -128,50 +136,56 @@ class Transcriber:
         self._decoder = pocketsphinx.Decoder(samprate=RECOGNISER_RATE, logfn=os.devnull)
         self._initial_cmn = self._decoder.get_cmn()
 
-    def transcribe(self, audio: FloatArray, sample_rate: int) -> str:
-        """The recognised text of mono float32 ``audio`` at ``sample_rate`` (lower case)."""
-        resampler = StreamResampler(sample_rate, RECOGNISER_RATE)
-        resampled = np.concatenate((resampler.process(audio), resampler.flush()))
+    def transcribe(self, audio: npt.NDArray[np.float32]) -> str:
+        """The recognised text of mono float ``audio`` at 16 kHz (lower case).
+
+        The audio is heard with 200 ms of silence before and after it, as a listener's player
+        plays it: a stream starts on its first word (the session trims a render's leading
+        silence), and without a lead-in the recogniser mishears it ("let me" as "i'm a").
+        """
+        quiet = np.zeros(RECOGNISER_RATE // 5, dtype=np.float32)
+        heard = np.concatenate((quiet, audio, quiet))
+        pcm = np.clip(np.round(heard * 32768.0), -32768, 32767).astype("<i2")
         self._decoder.set_cmn(self._initial_cmn)
         self._decoder.start_utt()
-        self._decoder.process_raw(to_pcm16(resampled), full_utt=True)
+        self._decoder.process_raw(pcm.tobytes(), full_utt=True)
         self._decoder.end_utt()
         hypothesis = self._decoder.hyp()
         return "" if hypothesis is None else str(hypothesis.hypstr)
 
 
-def render_whole(
-    engine: Engine, text: str, voice: str, settings: VoiceSettings, threads: int | None = None
-) -> tuple[FloatArray, int]:
-    """``text`` prepared and rendered in one run over all its frames; audio and sample rate."""
-    utterance = engine.prepare(text, voice, settings, threads)
-    return engine.render(utterance, 0, utterance.num_frames, threads), utterance.sample_rate
+class Speakers:
+    """The two renderings of a voice, each a ``LocalSpeaker`` on one engine: ``whole`` sentence
+    by sentence, and ``streamed`` in windows, with the server's leads and chunking when
+    ``leads``, else by sentence as ``whole`` is (see the module docstring)."""
 
+    def __init__(self, engine: Engine, voice: str, leads: bool) -> None:
+        sentences = ChunkingConfig(strategy=Strategy.SENTENCE)
+        self.whole = LocalSpeaker(engine, SessionConfig(voice, chunking=sentences), streamed=False)
+        windowed = SessionConfig(voice, chunking=replace(sentences, lead_cost=None))
+        self.streamed = LocalSpeaker(engine, SessionConfig(voice) if leads else windowed)
+        self.spoken = windowed.normalizer  # what a session says for a text
 
-def render_streamed(
-    engine: Engine,
-    text: str,
-    voice: str,
-    settings: VoiceSettings,
-    policy: WindowPolicy,
-    threads: int | None = None,
-) -> tuple[FloatArray, int]:
-    """``text`` prepared, then rendered in the windows a stream gets: ``first_frames``, then
-    ``later_frames`` each, a short tail folded into the last; the windows' audio joined."""
-    utterance = engine.prepare(text, voice, settings, threads)
-    chunks: list[FloatArray] = []
-    start, size = 0, policy.first_frames
-    while start < utterance.num_frames:
-        start, stop = policy.window(start, utterance.num_frames, size)
-        audio = engine.render(utterance, start, stop, threads)
-        expected = (stop - start) * utterance.samples_per_frame
-        if audio.shape != (expected,):
-            raise RuntimeError(
-                f"window [{start}, {stop}) gave {audio.shape} samples, expected {expected}"
-            )
-        chunks.append(audio)
-        start, size = stop, policy.later_frames
-    return np.concatenate(chunks), utterance.sample_rate
+    def __enter__(self) -> Speakers:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.streamed.close()
+        self.whole.close()
+
+    def heard(
+        self,
+        transcriber: Transcriber,
+        text: str,
+        settings: VoiceSettings,
+        pieces: Iterable[str] | None = None,
+    ) -> tuple[str, str]:
+        """What ``transcriber`` hears in ``text`` spoken whole and streamed (its ``pieces`` as
+        they arrive, when given)."""
+        options = StartOptions(settings=settings, output_format=RECOGNISER_FORMAT)
+        whole = self.whole.say(text, options)
+        streamed = self.streamed.say(text if pieces is None else pieces, options)
+        return transcriber.transcribe(whole.audio), transcriber.transcribe(streamed.audio)
 
 
 @dataclass(frozen=True)
@@ -243,21 +257,15 @@ def compare(
     engine: Engine,
     voice: str,
     sentences: Sequence[str],
-    policy: WindowPolicy,
     transcriber: Transcriber,
     settings: VoiceSettings = SETTINGS,
-    threads: int | None = None,
 ) -> IntelligibilityReport:
-    """Each sentence rendered whole and streamed (same seed), both transcribed and scored.
-    ``threads``: CPU threads per engine call (the engine's default when None; the audio does
-    not depend on it)."""
+    """Each sentence spoken whole and in windows (same seed), both transcribed and scored."""
     results = []
-    for text in sentences:
-        whole = transcriber.transcribe(*render_whole(engine, text, voice, settings, threads))
-        streamed = transcriber.transcribe(
-            *render_streamed(engine, text, voice, settings, policy, threads)
-        )
-        results.append(_scored(voice, text, whole, streamed))
+    with Speakers(engine, voice, leads=False) as speakers:
+        for text in sentences:
+            whole, streamed = speakers.heard(transcriber, text, settings)
+            results.append(_scored(voice, text, whole, streamed))
     return IntelligibilityReport(voice, tuple(results))
 
 
@@ -270,31 +278,22 @@ def _scored(voice: str, reference: str, whole: str, streamed: str) -> SentenceRe
 
 
 def compare_replies(
-    services: Services,
+    engine: Engine,
     voice: str,
     replies: Sequence[Reply],
     transcriber: Transcriber,
     token_rate: float = 50.0,
     progress: Callable[[str], None] = lambda _name: None,
 ) -> IntelligibilityReport:
-    """Each reply streamed as LLM tokens on the server's path, and its sentences rendered whole
-    (see the module docstring); both transcribed and scored against its spoken form."""
+    """Each reply streamed as LLM tokens at ``token_rate`` a second, and spoken whole sentence
+    by sentence (see the module docstring); both transcribed and scored against its spoken
+    form."""
     results = []
-    for reply in replies:
-        progress(reply.name)
-        spoken = services.normalizer.normalize(reply.text).text
-        streamed = stream_reply(
-            services, reply.text, voice, REPLY_SETTINGS, llm_tokens(reply.text), token_rate
-        )
-        whole = render_reference(
-            services.engine,
-            voice,
-            reply.text,
-            REPLY_SETTINGS,
-            services.session_config().seams,
-            services.normalizer,
-        )
-        heard_whole = transcriber.transcribe(whole.audio, whole.sample_rate)
-        heard_streamed = transcriber.transcribe(streamed.audio, streamed.sample_rate)
-        results.append(_scored(voice, spoken, heard_whole, heard_streamed))
+    with Speakers(engine, voice, leads=True) as speakers:
+        for reply in replies:
+            progress(reply.name)
+            tokens = paced(llm_tokens(reply.text), token_rate)
+            whole, streamed = speakers.heard(transcriber, reply.text, REPLY_SETTINGS, tokens)
+            spoken = speakers.spoken.normalize(reply.text).text
+            results.append(_scored(voice, spoken, whole, streamed))
     return IntelligibilityReport(voice, tuple(results))

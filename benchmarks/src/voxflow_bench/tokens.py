@@ -13,8 +13,10 @@ Invariant: ``"".join(llm_tokens(text)) == text``, every token is non-empty.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Iterator, Sequence
 
-__all__ = ["llm_tokens"]
+__all__ = ["llm_tokens", "paced"]
 
 _PRETOKEN = re.compile(
     r"'(?:s|t|re|ve|m|ll|d)\b"  # English contractions, as GPT tokenizers split them
@@ -46,3 +48,21 @@ def llm_tokens(text: str) -> list[str]:
         pieces[0] = space + pieces[0]
         tokens.extend(pieces)
     return tokens
+
+
+def paced(tokens: Sequence[str], rate: float) -> Iterator[str]:
+    """``tokens`` at ``rate`` a second, as an LLM streams them: token ``i`` at ``i / rate`` s
+    after the first is asked for, on that absolute schedule (a late reader delays one token,
+    not every one after it)."""
+    if rate <= 0:
+        raise ValueError(f"the token rate must be > 0, got {rate}")
+    return _paced(tokens, rate)
+
+
+def _paced(tokens: Sequence[str], rate: float) -> Iterator[str]:
+    begin = time.monotonic()
+    for index, token in enumerate(tokens):
+        delay = begin + index / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        yield token

@@ -4,6 +4,8 @@ The same job a transport's driver does (open, submit, close and cancel streams; 
 scheduler's results back; fire the idle and look-ahead timers), done synchronously by the calling
 thread: for one-shot synthesis, benchmarks and tests that want the server's exact synthesis path.
 Results come from worker threads through a queue; the caller's thread alone touches the session.
+Another thread that has something for the session (text as it arrives) hands it over the same
+queue (``call_soon_threadsafe``), as a server's transport hands messages to its event loop.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class _Result:
     event: SchedulerEvent
 
 
+@dataclass(frozen=True)
+class _Call:
+    run: Callable[[], None]
+
+
 class LocalRunner:
     """Carries a session's commands to a scheduler and its results back, on the caller's thread."""
 
@@ -55,7 +62,7 @@ class LocalRunner:
         self.session = session
         self._scheduler = scheduler
         self._clock = clock
-        self._results: queue.SimpleQueue[_Result] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[_Result | _Call] = queue.SimpleQueue()
         self._streams: dict[int, StreamHandle] = {}
         self.events: list[ClientEvent] = []  # every client event so far, in order
         self.submitted: list[SegmentRequest] = []  # every engine request so far, in order
@@ -102,20 +109,30 @@ class LocalRunner:
         """Whether ``context_id`` is done, cancelled or failed (as dispatched so far)."""
         return context_id in self._ended
 
+    def call_soon_threadsafe(self, call: Callable[[], None]) -> None:
+        """Have the stepping thread run ``call`` (from any thread): its next ``step`` does, in
+        turn with the scheduler's results, and returns the client events it caused. An error
+        it raises comes out of that ``step``."""
+        self._results.put(_Call(call))
+
     def step(self, timeout: float) -> list[ClientEvent]:
-        """Wait up to ``timeout`` seconds for one scheduler result or a timer, apply it, and
-        return the client events it caused."""
+        """Wait up to ``timeout`` seconds for one scheduler result, a call handed over or a
+        timer, apply it, and return the client events it caused."""
         deadline = self.session.next_deadline()
         wait = timeout if deadline is None else max(0.0, min(timeout, deadline - self._clock()))
         try:
-            result = self._results.get(timeout=wait)
+            item = self._results.get(timeout=wait)
         except queue.Empty:
             self.last_result = None
             if deadline is not None and self._clock() >= deadline:
                 self.session.poll(self._clock())
             return self.dispatch()
-        self.last_result = result.event
-        self.session.synthesis_event(result.serial, result.event, self._clock())
+        if isinstance(item, _Call):
+            self.last_result = None
+            item.run()
+            return self.dispatch()
+        self.last_result = item.event
+        self.session.synthesis_event(item.serial, item.event, self._clock())
         return self.dispatch()
 
     def until_finished(self, context_id: str, timeout: float = 60.0) -> list[ClientEvent]:

@@ -7,13 +7,19 @@ windows, the seams and the encoding are the server's, not a copy, so a fix to on
 ``streamed=False`` is the sentence-by-sentence baseline of local TTS servers: each segment is
 rendered in one run, and there is no lead (a lead exists only to get a first window out early).
 With the same segments and seed both modes give the same audio, up to the window edges.
+
+A text may also come in pieces as they arrive (an LLM's tokens): a thread of the speaker's reads
+them and hands each to the session as it comes, so that synthesis starts on the first ones, as
+the server's does for a client that streams its text.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from types import TracebackType
 
 import numpy as np
@@ -26,10 +32,8 @@ from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.session.events import AudioOut, ErrorOut
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
-from voxflow.text.buffer import TextBuffer
-from voxflow.text.chunking import ChunkingConfig, Segment
 
-__all__ = ["LocalSpeaker", "SayResult", "SayStats", "segment_text"]
+__all__ = ["LocalSpeaker", "SayResult", "SayStats"]
 
 # One window per segment: more frames than any piece has (pieces are capped at a few hundred
 # spoken characters, about 12 frames each).
@@ -67,12 +71,6 @@ class SayResult:
     audio: FloatArray
     pieces: tuple[str, ...]  # the spoken text of each engine request, in order
     stats: SayStats
-
-
-def segment_text(text: str, chunking: ChunkingConfig) -> list[Segment]:
-    """All segments of a complete text, as a session's text buffer cuts them."""
-    buffer = TextBuffer(chunking)
-    return [*buffer.feed(text), *buffer.flush()]
 
 
 class LocalSpeaker:
@@ -116,24 +114,34 @@ class LocalSpeaker:
         self._scheduler.shutdown()
 
     def stream(
-        self, text: str, options: StartOptions, timeout_s: float = 600.0
+        self, text: str | Iterable[str], options: StartOptions, timeout_s: float = 600.0
     ) -> Iterator[AudioOut]:
         """The audio of ``text``, chunk by chunk as it is rendered.
 
-        The output format is the voice's own rate as 16-bit PCM unless ``options`` names one.
-        ``ValueError`` for an empty text and for anything the session refuses (unknown voice,
-        bad settings); ``TimeoutError`` after ``timeout_s``. Closing the iterator early stops
-        the synthesis.
+        ``text`` is the whole text, or its pieces as they arrive (any iterable of strings, read
+        on a thread of the speaker's: it may block between pieces, as an LLM's stream does); its
+        end ends the text, and an error it raises is raised here. The output format is the
+        voice's own rate as 16-bit PCM unless ``options`` names one. ``ValueError`` for an empty
+        text and for anything the session refuses (unknown voice, bad settings);
+        ``TimeoutError`` after ``timeout_s``. Closing the iterator early stops the synthesis
+        (and the reading of the pieces, at the next one).
         """
-        if not text.strip():
+        if isinstance(text, str) and not text.strip():
             raise ValueError("nothing to say: the text is empty")
         options = replace(options, output_format=self._format(options).name, paced=False)
         session = Session(self._config, self._voices)
         runner = LocalRunner(session, self._scheduler)
+        stopped = threading.Event()
         try:
             session.start(_CONTEXT, options, runner.now())
-            session.text(_CONTEXT, text, runner.now())
-            session.end(_CONTEXT, runner.now())
+            if isinstance(text, str):
+                session.text(_CONTEXT, text, runner.now())
+                session.end(_CONTEXT, runner.now())
+            else:
+                reader = threading.Thread(
+                    target=_hand_over, args=(text, session, runner, stopped), daemon=True
+                )
+                reader.start()
             events = runner.dispatch()
             deadline = runner.now() + timeout_s
             while True:
@@ -148,13 +156,18 @@ class LocalSpeaker:
                     raise TimeoutError(f"no end of the text after {timeout_s} s")
                 events = runner.step(deadline - runner.now())
         finally:
+            stopped.set()
             self.last_pieces = tuple(request.text for request in runner.submitted)
             runner.close()
 
     def say(
-        self, text: str, options: StartOptions, clock: Callable[[], float] = time.perf_counter
+        self,
+        text: str | Iterable[str],
+        options: StartOptions,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> SayResult:
-        """Synthesize ``text`` completely and measure it (see ``SayStats`` and ``stream``)."""
+        """Synthesize ``text`` (whole, or its pieces as they arrive) completely and measure it
+        (see ``SayStats`` and ``stream``)."""
         started = clock()
         first_audio: float | None = None
         chunks: list[bytes] = []
@@ -189,3 +202,33 @@ class LocalSpeaker:
             return parse_output_format(f"pcm_{rate}")
         except UnsupportedFormatError:
             return parse_output_format("pcm_24000")
+
+
+def _hand_over(
+    pieces: Iterable[str], session: Session, runner: LocalRunner, stopped: threading.Event
+) -> None:
+    """Read ``pieces`` and hand each to ``session`` on the runner's thread, then the end of the
+    text; an error reading them is raised on the runner's thread instead. Stops reading once
+    ``stopped`` is set (the speaker's stream ended)."""
+    try:
+        for piece in pieces:
+            if stopped.is_set():
+                return
+            if piece:
+                runner.call_soon_threadsafe(partial(_text, session, runner, piece))
+    except Exception as error:  # raised where the stream is read, not lost with this thread
+        runner.call_soon_threadsafe(partial(_raise, error))
+        return
+    runner.call_soon_threadsafe(partial(_end, session, runner))
+
+
+def _text(session: Session, runner: LocalRunner, piece: str) -> None:
+    session.text(_CONTEXT, piece, runner.now())
+
+
+def _end(session: Session, runner: LocalRunner) -> None:
+    session.end(_CONTEXT, runner.now())
+
+
+def _raise(error: Exception) -> None:
+    raise error

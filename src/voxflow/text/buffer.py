@@ -91,7 +91,7 @@ from voxflow.text.chunking import (
 from voxflow.text.phrases import spoken_cost, starts_phrase
 from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner
 
-__all__ = ["TextBuffer"]
+__all__ = ["TextBuffer", "segment_text"]
 
 _CLAUSE_ENDS = frozenset(",;:—–")
 
@@ -441,6 +441,12 @@ class TextBuffer:
             if self._content is None:
                 self._no_content_before = self._scanner.end
         return self._content
+
+
+def segment_text(text: str, chunking: ChunkingConfig) -> list[Segment]:
+    """All segments of a complete text, as a session's text buffer cuts them."""
+    buffer = TextBuffer(chunking)
+    return [*buffer.feed(text), *buffer.flush()]
 
 
 def _position(boundary: Boundary) -> int:

@@ -27,11 +27,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from voxflow import ChunkingConfig, Engine, NormalizationMode, StartOptions, Strategy, VoiceSettings
+from voxflow import (
+    ChunkingConfig,
+    Engine,
+    NormalizationMode,
+    StartOptions,
+    Strategy,
+    VoiceSettings,
+    segment_text,
+)
 from voxflow.audio.seam_settings import SeamSettings
 from voxflow.audio.seams import SeamJoiner, SegmentMap
 from voxflow.connection.local import LocalRunner
-from voxflow.connection.speaker import segment_text
 from voxflow.engines.base import Utterance
 from voxflow.runtime.jobs import Rendered, SchedulerEvent
 from voxflow.server.services import Services

@@ -39,8 +39,7 @@ from typing import TextIO
 
 import numpy as np
 
-from voxflow import ChunkingConfig, Strategy, VoiceSettings
-from voxflow.connection.speaker import segment_text
+from voxflow import ChunkingConfig, Strategy, VoiceSettings, segment_text
 from voxflow.server.services import Services
 from voxflow.session.events import WordTiming
 from voxflow_bench.corpus import Reply
