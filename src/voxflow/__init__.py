@@ -4,7 +4,8 @@ The public API: what an application that embeds voxflow, or drives a voxflow ser
 
 * Synthesis in this process: ``LocalSpeaker`` runs the server's own path (segments, leads and
   takeovers, render windows, seams) on an engine from ``build_engine(VoiceRegistry())``, or
-  from ``build_engine(installed_voices())`` for every voice installed here (Kokoro's too).
+  from ``build_engine(installed_voices())`` for every voice installed here (Kokoro's too), with
+  its workers and windows as ``SchedulerSettings`` say.
 * A server in this process: ``create_app(ServerSettings(...))`` is the ASGI app ``voxflow serve``
   runs.
 * A server elsewhere: ``VoxflowClient`` speaks the native WebSocket protocol and yields its
@@ -47,6 +48,7 @@ from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
 from voxflow.engines.registry import VoiceRegistry, installed_voices
 from voxflow.engines.router import build_engine
 from voxflow.engines.split_cache import SplitCache
+from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.server.app import create_app
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.text.buffer import TextBuffer, segment_text
@@ -73,6 +75,7 @@ __all__ = [
     "PlayoutStats",
     "SayResult",
     "SayStats",
+    "SchedulerSettings",
     "Segment",
     "ServerSettings",
     "SessionConfig",

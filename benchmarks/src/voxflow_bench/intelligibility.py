@@ -9,11 +9,16 @@ transcript is scored against the text by word error rate. PocketSphinx is a weak
 the whole render's WER is far from zero; the figure that matters is the difference between the
 two renderings, which is what streaming costs a listener.
 
-``compare`` (the built-in sentences) streams each sentence in the render windows a stream gets,
-and nothing else (sentence chunking, no lead): the cost of the windows alone, which for Piper is
-nothing (they are the whole render to within rounding) and for Kokoro is what its running
-normalisation does (docs/kokoro.md). The sentences have no digits, so no number spelling is
-needed to compare words.
+``compare`` (the built-in sentences) streams each sentence in windows, and nothing else
+(sentence chunking, no lead): the cost of the windows alone, which for Piper is nothing (they
+are the whole render to within rounding) and for Kokoro is what its running normalisation does
+(docs/kokoro.md). The scheduler sizes windows by how far ahead the stream is, which on a busy
+machine is a matter of timing: here they are held to the smallest it renders (16 frames, then
+32 each: ``SMALLEST_WINDOWS``), which makes Piper's fixed. Kokoro's are not: its first window is
+its own (24 frames), and a Kokoro stream with little audio in hand by its learnt costs gets
+16-frame windows, so its figure follows the speaker's history (a fresh process gives the same
+figure each run). The sentences have no digits, so no number spelling is needed to compare
+words.
 
 ``compare_replies`` streams agent replies as the server does, as LLM tokens at an LLM's pace
 (``tokens.paced``): the leads, their takeovers and the cuts made while the text runs dry, on top
@@ -38,6 +43,7 @@ from voxflow import (
     ChunkingConfig,
     Engine,
     LocalSpeaker,
+    SchedulerSettings,
     SessionConfig,
     StartOptions,
     Strategy,
@@ -50,12 +56,15 @@ __all__ = [
     "RECOGNISER_FORMAT",
     "REPLY_SETTINGS",
     "SENTENCES",
+    "SETTINGS",
+    "SMALLEST_WINDOWS",
     "IntelligibilityReport",
     "SentenceResult",
     "Speakers",
     "Transcriber",
     "compare",
     "compare_replies",
+    "scored",
     "word_error_rate",
     "word_errors",
 ]
@@ -154,16 +163,25 @@ class Transcriber:
         return "" if hypothesis is None else str(hypothesis.hypstr)
 
 
+# Windows of at most 32 frames: 16, then 32 each for Piper (see the module docstring).
+SMALLEST_WINDOWS = SchedulerSettings(first_window_frames=16, max_window_frames=32)
+
+
 class Speakers:
     """The two renderings of a voice, each a ``LocalSpeaker`` on one engine: ``whole`` sentence
-    by sentence, and ``streamed`` in windows, with the server's leads and chunking when
-    ``leads``, else by sentence as ``whole`` is (see the module docstring)."""
+    by sentence, and ``streamed`` in windows: with the server's leads, chunking and windows when
+    ``leads``, else by sentence as ``whole`` is, in the smallest windows (see the module
+    docstring)."""
 
     def __init__(self, engine: Engine, voice: str, leads: bool) -> None:
         sentences = ChunkingConfig(strategy=Strategy.SENTENCE)
         self.whole = LocalSpeaker(engine, SessionConfig(voice, chunking=sentences), streamed=False)
         windowed = SessionConfig(voice, chunking=replace(sentences, lead_cost=None))
-        self.streamed = LocalSpeaker(engine, SessionConfig(voice) if leads else windowed)
+        self.streamed = (
+            LocalSpeaker(engine, SessionConfig(voice))
+            if leads
+            else LocalSpeaker(engine, windowed, scheduler=SMALLEST_WINDOWS)
+        )
         self.spoken = windowed.normalizer  # what a session says for a text
 
     def __enter__(self) -> Speakers:
@@ -265,12 +283,12 @@ def compare(
     with Speakers(engine, voice, leads=False) as speakers:
         for text in sentences:
             whole, streamed = speakers.heard(transcriber, text, settings)
-            results.append(_scored(voice, text, whole, streamed))
+            results.append(scored(voice, text, whole, streamed))
     return IntelligibilityReport(voice, tuple(results))
 
 
-def _scored(voice: str, reference: str, whole: str, streamed: str) -> SentenceResult:
-    """Both transcripts of ``reference`` scored against it."""
+def scored(voice: str, reference: str, whole: str, streamed: str) -> SentenceResult:
+    """Both transcripts of ``reference`` scored against it (and logged)."""
     whole_errors, words = word_errors(reference, whole)
     streamed_errors, _ = word_errors(reference, streamed)
     log.info("%s: %r -> whole %r, streamed %r", voice, reference, whole, streamed)
@@ -295,5 +313,5 @@ def compare_replies(
             tokens = paced(llm_tokens(reply.text), token_rate)
             whole, streamed = speakers.heard(transcriber, reply.text, REPLY_SETTINGS, tokens)
             spoken = speakers.spoken.normalize(reply.text).text
-            results.append(_scored(voice, spoken, whole, streamed))
+            results.append(scored(voice, spoken, whole, streamed))
     return IntelligibilityReport(voice, tuple(results))

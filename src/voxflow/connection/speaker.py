@@ -74,7 +74,8 @@ class SayResult:
 
 
 class LocalSpeaker:
-    """Speaks whole texts through a session in this process; owns its scheduler's workers.
+    """Speaks texts (whole, or as they arrive) through a session in this process; owns its
+    scheduler's workers.
 
     One speaker renders one text at a time; ``close`` (or ``with``) stops its workers.
     """
