@@ -238,11 +238,8 @@ def _add_prosody_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     if args.repeats < 1:
         raise ValueError("--repeats must be at least 1")
-    engine = build_engine(
-        registry, threads=args.threads, split_cache=SplitCache.from_env(os.environ)
-    )
     voice = args.voice or registry.default_voice
-    engine.load(voice)
+    engine = _bench_voice_engine(registry, voice, args.threads)
 
     def progress(case: str) -> None:
         print(f"  running {case} ...", file=sys.stderr)  # noqa: T201 - CLI output
@@ -257,9 +254,9 @@ def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO
     return 0
 
 
-def _bench_voice_engine(registry: VoiceRegistry, voice: str) -> Engine:
-    """The engine that speaks ``voice``, loaded, as ``bench-engine`` builds it."""
-    engine = build_engine(registry, split_cache=SplitCache.from_env(os.environ))
+def _bench_voice_engine(registry: VoiceRegistry, voice: str, threads: int = 1) -> Engine:
+    """The engine that speaks ``voice``, loaded (``threads``: intra-op threads of a job)."""
+    engine = build_engine(registry, threads=threads, split_cache=SplitCache.from_env(os.environ))
     engine.load(voice)
     return engine
 
