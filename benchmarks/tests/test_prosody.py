@@ -5,22 +5,19 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from voxflow import ServerSettings, VoiceSettings
+from voxflow import Engine, SchedulerSettings, SpokenWords, VoiceSettings, WordTiming
 from voxflow.cli.main import main
-from voxflow.server.services import Services
-from voxflow.session.events import TimestampsOut, WordTiming
 from voxflow_bench.corpus import Reply
 from voxflow_bench.prosody.render import (
-    STREAM_FORMAT,
     Rendering,
     group_pieces,
-    render_reference,
+    reference_speaker,
+    render,
     split_pieces,
 )
 from voxflow_bench.prosody.report import format_report, report_dict
@@ -89,14 +86,17 @@ def test_one_piece_has_no_cut() -> None:
 def test_events_of_one_piece_are_joined() -> None:
     text = "one two three four five"
     words = [word(text, w, 100.0 * i) for i, w in enumerate(text.split())]
-
-    def event(*chosen: WordTiming) -> TimestampsOut:
-        return TimestampsOut("c", chosen)
-
-    events = [event(words[0]), event(words[1]), event(), event(words[2]), event(words[3])]
-    events.append(event(words[4]))
-    # A lead sends its words window by window (tag 7); its takeover is another piece (tag 8).
-    pieces = group_pieces(events, [7, 7, 7, 8, None, None])
+    # A lead sends its words window by window (piece 0); its takeover is another piece (1);
+    # untagged timings are pieces of their own.
+    timings = [
+        SpokenWords((words[0],), 0),
+        SpokenWords((words[1],), 0),
+        SpokenWords((), 0),
+        SpokenWords((words[2],), 1),
+        SpokenWords((words[3],), None),
+        SpokenWords((words[4],), None),
+    ]
+    pieces = group_pieces(timings)
     assert [[w.word for w in p] for p in pieces] == [
         ["one", "two"],
         ["three"],
@@ -127,21 +127,12 @@ def test_options_are_validated() -> None:
 
 
 @pytest.fixture(scope="module")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=1))
-    try:
-        yield built
-    finally:
-        built.shutdown()
-
-
-@pytest.fixture(scope="module")
-def report(services: Services) -> ProsodyReport:
+def report(engine: Engine) -> ProsodyReport:
     replies = [Reply(f"text{i}", "test", text) for i, text in enumerate(TEXTS)]
     # A fast token rate keeps the test short (the pieces are still sent one by one); seeded
     # noise makes the reference one side of the noise floor, saving a rendering per reply.
     options = ProsodyOptions(noise=NoiseMode.SEEDED, tokens=True, token_rate=400.0)
-    return run_prosody_bench(services, replies, options)
+    return run_prosody_bench(engine, "joe", replies, options, scheduler=SchedulerSettings(1))
 
 
 def test_every_reply_is_measured_in_both_modes(report: ProsodyReport) -> None:
@@ -204,18 +195,12 @@ def test_the_report_names_every_reply_and_serialises(report: ProsodyReport) -> N
     assert rows["inside"].cuts + rows["sentence end"].cuts + rows["inside"].unmatched == cuts
 
 
-def test_a_rendering_against_itself_differs_in_nothing(services: Services) -> None:
+def test_a_rendering_against_itself_differs_in_nothing(engine: Engine) -> None:
     text = "Sure, I can do that. See you soon."
     options = ProsodyOptions()
-    reference = render_reference(
-        services.engine,
-        services.default_voice,
-        text,
-        options.voice_settings(),
-        services.session_config().seams,
-        services.normalizer,
-    )
-    assert reference.sample_rate == int(STREAM_FORMAT.split("_")[1])
+    with reference_speaker(engine, "joe") as speaker:
+        reference = render(speaker, text, options.voice_settings())
+    assert reference.sample_rate == engine.voice_info("joe").sample_rate
     assert len(reference.pieces) == 2  # one per sentence
     analysed = Analysed.of(reference, options)
     words = reference.words
@@ -230,6 +215,11 @@ def test_a_rendering_against_itself_differs_in_nothing(services: Services) -> No
     first_of_second = reference.pieces[1][0]
     pause = compare_boundary(analysed, analysed, last_of_first, first_of_second, options)
     assert pause is not None and pause.pause_ms > 150.0
+
+
+def test_pieces_must_add_up_to_the_text(engine: Engine) -> None:
+    with reference_speaker(engine, "joe") as speaker, pytest.raises(ValueError, match="add up"):
+        render(speaker, "Sure, I can.", VoiceSettings(), ["Sure", " I can."])
 
 
 def test_the_cli_runs_the_bench(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

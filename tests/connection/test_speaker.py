@@ -11,9 +11,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from voxflow.connection.speaker import LocalSpeaker
+from voxflow.connection.speaker import LocalSpeaker, SpokenWords
 from voxflow.engines.base import VoiceNotFoundError, VoiceSettings
 from voxflow.engines.piper import PiperEngine
+from voxflow.session.events import AudioOut
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 from voxflow.text.chunking import ChunkingConfig, Strategy
@@ -56,6 +57,39 @@ def test_streaming_reaches_first_audio_sooner_than_whole_sentences(
     assert streamed.stats.audio_ms == pytest.approx(baseline.stats.audio_ms, rel=0.1)
 
 
+def test_the_words_come_with_the_audio_tagged_with_the_request_that_timed_them(
+    streaming: LocalSpeaker, sentence_by_sentence: LocalSpeaker
+) -> None:
+    options = StartOptions(settings=VoiceSettings(seed=3))
+    streamed = streaming.say(LONG, options)
+    words = streamed.words
+    # Every written word, once and in order, inside the audio, each at its place in the text.
+    assert [w.word for w in words] == [w.strip(",.") for w in LONG.split()]
+    for word in words:
+        assert LONG[word.char_start : word.char_end] == word.word
+    starts = [w.start_ms for w in words]
+    assert starts == sorted(starts)
+    assert words[-1].end_ms <= streamed.stats.audio_ms
+    # The lead times its words window by window, its takeover the rest of the sentence.
+    assert {t.piece for t in streamed.timings} == {0, 1}
+    lead = [w for t in streamed.timings if t.piece == 0 for w in t.words]
+    assert lead and lead[-1].char_end <= len(streamed.pieces[0])
+    assert len([t for t in streamed.timings if t.piece == 0]) > 1
+    # Whole sentences: one request, and one event of words, per sentence.
+    two = "Sure, I can do that. See you soon."
+    whole = sentence_by_sentence.say(two, options)
+    assert whole.pieces == ("Sure, I can do that.", "See you soon.")
+    assert [(t.piece, len(t.words)) for t in whole.timings] == [(0, 5), (1, 3)]
+
+
+def test_the_stream_yields_audio_and_words(streaming: LocalSpeaker) -> None:
+    events = list(streaming.stream("Hello there.", StartOptions()))
+    assert any(isinstance(e, AudioOut) and e.data for e in events)
+    spoken = [e for e in events if isinstance(e, SpokenWords)]
+    assert [w.word for e in spoken for w in e.words] == ["Hello", "there"]
+    assert all(isinstance(e, AudioOut | SpokenWords) for e in events)
+
+
 def test_without_a_lead_both_modes_give_the_same_audio(engine: PiperEngine) -> None:
     config = SessionConfig("joe", chunking=ChunkingConfig(strategy=Strategy.FIXED))
     no_lead = replace(config, chunking=replace(config.chunking, lead_cost=None))
@@ -88,7 +122,7 @@ def test_stream_yields_pcm_at_the_voice_rate_or_the_rate_asked_for(
 
 def test_closing_the_stream_early_stops_the_synthesis(streaming: LocalSpeaker) -> None:
     chunks = streaming.stream(LONG * 5, StartOptions())
-    first = next(chunks)
+    first = next(event for event in chunks if isinstance(event, AudioOut))
     assert first.data
     chunks.close()
     # The speaker is free again: nothing of the abandoned text comes out of the next one.
@@ -147,7 +181,8 @@ def test_closing_the_stream_stops_reading_the_pieces(streaming: LocalSpeaker) ->
             yield "more words "
 
     chunks = streaming.stream(endless(), StartOptions())
-    assert next(chunks).data
+    first = next(event for event in chunks if isinstance(event, AudioOut))
+    assert first.data
     chunks.close()
     count = len(read)
     time.sleep(0.2)

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, TextIO
 
 from voxflow import (
     Engine,
+    SchedulerSettings,
     ServerSettings,
     SplitCache,
     VoiceRegistry,
     build_engine,
     installed_voices,
 )
-from voxflow.cli.args import comma_ints
+from voxflow.cli.plugins import comma_ints
 from voxflow_bench.calls.lines import PROTOCOLS
 from voxflow_bench.calls.plan import CallPattern
 from voxflow_bench.corpus import Reply, load_corpus
@@ -205,7 +206,7 @@ def bench_command(args: argparse.Namespace, out: TextIO) -> int:
         out.write(format_encoder_table(results) + "\n")
         return 0
     if args.command == "bench-prosody":
-        return _bench_prosody(args, out)
+        return _bench_prosody(args, registry, out)
     if args.command == "bench-markup":
         return _bench_markup(args, out)
     raise ValueError(f"not a benchmark command: {args.command}")
@@ -392,9 +393,7 @@ def _bench_markup(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
-    # The server stack is imported only when needed (as voxflow serve does).
-    from voxflow.server.services import Services  # noqa: PLC0415
+def _bench_prosody(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
     from voxflow_bench.levels import LevelSettings  # noqa: PLC0415
     from voxflow_bench.prosody.report import format_report, report_dict  # noqa: PLC0415
     from voxflow_bench.prosody.results import NoiseMode, ProsodyOptions  # noqa: PLC0415
@@ -409,14 +408,11 @@ def _bench_prosody(args: argparse.Namespace, out: TextIO) -> int:
         token_rate=args.token_rate,
         levels=LevelSettings(silence_db=args.silence_db),
     )
-    settings = ServerSettings.from_env(
-        os.environ, voices_dir=args.voices_dir, default_voice=args.voice, workers=args.workers
-    )
-    services = Services.build(settings)
-    try:
-        report = run_prosody_bench(services, replies, options, sys.stderr)
-    finally:
-        services.shutdown()
+    voice = args.voice or registry.default_voice
+    engine = _bench_voice_engine(registry, voice)
+    # As many workers as a server would run (one per core, unless --workers says).
+    workers = SchedulerSettings(workers=ServerSettings(workers=args.workers or 0).worker_threads)
+    report = run_prosody_bench(engine, voice, replies, options, sys.stderr, workers)
     print(format_report(report), file=out)
     if args.json is not None:
         args.json.write_text(json.dumps(report_dict(report), indent=2) + "\n")

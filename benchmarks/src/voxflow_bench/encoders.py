@@ -27,9 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from voxflow.audio.encoders import StreamEncoder
-from voxflow.audio.formats import SUPPORTED_FORMATS, OutputFormat, parse_output_format
-from voxflow.audio.resample import resampled_length
+from voxflow import SUPPORTED_FORMATS, OutputFormat, StreamEncoder, parse_output_format
 
 VOICE_RATE = 22050
 WINDOW_SAMPLES = 16 * 256  # the engine's first window: 16 frames of 256 samples
@@ -139,7 +137,8 @@ def _run_once(
         wall += time.perf_counter() - started
         if index == 0:
             first_bytes = len(data)
-            source_out = resampled_length(len(window), source_rate, fmt.sample_rate)
+            # Every output instant inside the window's span (what a whole stream of it yields).
+            source_out = -(-len(window) * fmt.sample_rate // source_rate)
             held = source_out - (encoder.samples_out - encoder.inserted_samples)
         used = index + 1
         if encoder.samples_out > 0:

@@ -27,12 +27,13 @@ from voxflow import (
     ChunkingConfig,
     DoneEvent,
     ErrorEvent,
+    Lexicon,
+    LexiconEntry,
+    Normalizer,
     TextBuffer,
     VoxflowClient,
     stream_url,
 )
-from voxflow.text.lexicon import Lexicon, LexiconEntry
-from voxflow.text.normalize.normalizer import Normalizer
 from voxflow_bench.corpus import Reply
 from voxflow_bench.tokens import llm_tokens
 

@@ -10,7 +10,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from voxflow.text.segment import BoundaryKind, find_boundaries
+from voxflow import ChunkingConfig, SegmentEnd, Strategy, segment_text
 from voxflow_bench.stats import Distribution
 
 __all__ = [
@@ -25,10 +25,11 @@ __all__ = [
 
 
 def first_sentence_chars(text: str) -> int:
-    """Characters up to the end of the text's first sentence (the whole text if it has one)."""
-    for boundary in find_boundaries(text, final=True):
-        if boundary.kind is BoundaryKind.SENTENCE:
-            return boundary.pos
+    """Characters up to the end of the text's first sentence (the whole text if it has none), as
+    the server's sentence strategy finds it."""
+    for segment in segment_text(text, ChunkingConfig(strategy=Strategy.SENTENCE)):
+        if segment.boundary is SegmentEnd.SENTENCE:
+            return segment.end
     return len(text)
 
 

@@ -1,11 +1,12 @@
 """What the one-shot commands' parsers share: the text options (chunking, normalization) of
-``say`` and ``chunks``, and comma-separated integer lists (a chunk schedule, load levels)."""
+``say`` and ``chunks``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from voxflow.cli.plugins import comma_ints
 from voxflow.text.chunking import ChunkingConfig, Strategy
 from voxflow.text.lexicon_file import read_lexicon_file
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
@@ -14,22 +15,8 @@ __all__ = [
     "add_chunking_options",
     "add_normalization_options",
     "chunking",
-    "comma_ints",
     "normalizer",
 ]
-
-
-def comma_ints(value: str) -> tuple[int, ...]:
-    """An argparse type: ``"50,120,200"`` is ``(50, 120, 200)``."""
-    try:
-        entries = tuple(int(part) for part in value.split(",") if part.strip())
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, e.g. 1,4,8: {value}"
-        ) from error
-    if not entries:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return entries
 
 
 def add_chunking_options(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,8 @@
 
 A distribution lists, in the entry point group ``voxflow.commands``, a function that takes the
 command line's subparsers and adds its commands' parsers, each with ``set_defaults(run=...)``:
-what runs that command, given the parsed arguments and where to write. The benchmarks
+what runs that command, given the parsed arguments and where to write. The argument types the
+``voxflow`` command line uses (``comma_ints``) serve its plugins' parsers too. The benchmarks
 (``benchmarks/``, the ``voxflow-bench`` distribution) add ``bench``, ``bench-*`` and ``soak``
 this way; without them installed, those commands are not offered.
 """
@@ -14,7 +15,14 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import TextIO
 
-__all__ = ["COMMANDS_GROUP", "AddCommands", "CommandRun", "Subparsers", "add_plugin_commands"]
+__all__ = [
+    "COMMANDS_GROUP",
+    "AddCommands",
+    "CommandRun",
+    "Subparsers",
+    "add_plugin_commands",
+    "comma_ints",
+]
 
 COMMANDS_GROUP = "voxflow.commands"
 
@@ -28,3 +36,16 @@ def add_plugin_commands(commands: Subparsers[argparse.ArgumentParser]) -> None:
     for entry in sorted(entry_points(group=COMMANDS_GROUP), key=lambda entry: entry.name):
         add: AddCommands = entry.load()
         add(commands)
+
+
+def comma_ints(value: str) -> tuple[int, ...]:
+    """An argparse type: ``"50,120,200"`` is ``(50, 120, 200)``."""
+    try:
+        entries = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, e.g. 1,4,8: {value}"
+        ) from error
+    if not entries:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return entries

@@ -69,7 +69,7 @@ class LocalRunner:
         self.prefetched: list[Future[str]] = []  # every prefetch so far (``Session.prefetch``)
         self._ended: set[str] = set()  # contexts that are done, cancelled or failed
         # The scheduler result that ``step`` applied last (its client events are the ones that
-        # step returned): lets a benchmark see which request a word timing came from.
+        # step returned): tells which request a word timing came from (``LocalSpeaker``).
         self.last_result: SchedulerEvent | None = None
 
     def now(self) -> float:

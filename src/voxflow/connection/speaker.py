@@ -11,6 +11,11 @@ With the same segments and seed both modes give the same audio, up to the window
 A text may also come in pieces as they arrive (an LLM's tokens): a thread of the speaker's reads
 them and hands each to the session as it comes, so that synthesis starts on the first ones, as
 the server's does for a client that streams its text.
+
+The word timings come with the audio, as a client of the server receives them, each tagged with
+the engine request whose rendering timed it: a lead sends its words window by window and its
+takeover goes on with timings contiguous to the lead's, so only the tag tells where one
+separately rendered piece of speech ends and the next begins.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import numpy as np
 from voxflow.audio.formats import OutputFormat, UnsupportedFormatError, parse_output_format
 from voxflow.connection.local import LocalRunner
 from voxflow.engines.base import Engine, FloatArray
+from voxflow.runtime.jobs import Rendered
 from voxflow.runtime.scheduler import Scheduler
 from voxflow.runtime.scheduler_settings import SchedulerSettings
-from voxflow.session.events import AudioOut, ErrorOut
+from voxflow.session.events import AudioOut, ClientEvent, ErrorOut, TimestampsOut, WordTiming
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 
-__all__ = ["LocalSpeaker", "SayResult", "SayStats"]
+__all__ = ["LocalSpeaker", "SayResult", "SayStats", "SpokenWords"]
 
 # One window per segment: more frames than any piece has (pieces are capped at a few hundred
 # spoken characters, about 12 frames each).
@@ -66,11 +72,28 @@ class SayStats:
 
 
 @dataclass(frozen=True)
+class SpokenWords:
+    """Word timings of a stream's audio: times in its audio, characters in its text (as the
+    server sends them). ``piece``: the engine request whose rendering timed them, as an index
+    into the stream's requests (``SayResult.pieces``; ``LocalSpeaker.last_pieces`` once the
+    stream has ended); None when no rendering did."""
+
+    words: tuple[WordTiming, ...]
+    piece: int | None
+
+
+@dataclass(frozen=True)
 class SayResult:
     sample_rate: int
     audio: FloatArray
     pieces: tuple[str, ...]  # the spoken text of each engine request, in order
     stats: SayStats
+    timings: tuple[SpokenWords, ...] = ()  # the word timings, in the order they came
+
+    @property
+    def words(self) -> tuple[WordTiming, ...]:
+        """Every word spoken, in order."""
+        return tuple(word for timing in self.timings for word in timing.words)
 
 
 class LocalSpeaker:
@@ -116,8 +139,9 @@ class LocalSpeaker:
 
     def stream(
         self, text: str | Iterable[str], options: StartOptions, timeout_s: float = 600.0
-    ) -> Iterator[AudioOut]:
-        """The audio of ``text``, chunk by chunk as it is rendered.
+    ) -> Iterator[AudioOut | SpokenWords]:
+        """The audio of ``text``, chunk by chunk as it is rendered (``AudioOut``), and its word
+        timings (``SpokenWords``), in the order a client of the server receives them.
 
         ``text`` is the whole text, or its pieces as they arrive (any iterable of strings, read
         on a thread of the speaker's: it may block between pieces, as an LLM's stream does); its
@@ -146,11 +170,7 @@ class LocalSpeaker:
             events = runner.dispatch()
             deadline = runner.now() + timeout_s
             while True:
-                for event in events:
-                    if isinstance(event, ErrorOut):
-                        raise ValueError(f"{event.code}: {event.message}")
-                    if isinstance(event, AudioOut):
-                        yield event
+                yield from _client_events(events, _piece(runner))
                 if runner.finished(_CONTEXT):
                     break
                 if runner.now() > deadline:
@@ -172,7 +192,11 @@ class LocalSpeaker:
         started = clock()
         first_audio: float | None = None
         chunks: list[bytes] = []
+        timings: list[SpokenWords] = []
         for event in self.stream(text, options):
+            if isinstance(event, SpokenWords):
+                timings.append(event)
+                continue
             first_audio = first_audio if first_audio is not None else clock()
             chunks.append(event.data)
         finished = clock()
@@ -191,7 +215,7 @@ class LocalSpeaker:
             segments=len(self.last_pieces),
             chunks=len(chunks),
         )
-        return SayResult(rate, audio, self.last_pieces, stats)
+        return SayResult(rate, audio, self.last_pieces, stats, tuple(timings))
 
     def _format(self, options: StartOptions) -> OutputFormat:
         """PCM at the voice's own rate (no resampling), or at the rate of the format asked for."""
@@ -203,6 +227,31 @@ class LocalSpeaker:
             return parse_output_format(f"pcm_{rate}")
         except UnsupportedFormatError:
             return parse_output_format("pcm_24000")
+
+
+def _piece(runner: LocalRunner) -> int | None:
+    """Which of the runner's engine requests rendered the result its last step applied."""
+    result = runner.last_result
+    if not isinstance(result, Rendered):
+        return None
+    for index, request in enumerate(runner.submitted):
+        if request.tag == result.tag:
+            return index
+    return None
+
+
+def _client_events(
+    events: Iterable[ClientEvent], piece: int | None
+) -> Iterator[AudioOut | SpokenWords]:
+    """What a speaker's stream yields of a step's client events (``piece``: the request that
+    caused them); an error is raised."""
+    for event in events:
+        if isinstance(event, ErrorOut):
+            raise ValueError(f"{event.code}: {event.message}")
+        if isinstance(event, AudioOut):
+            yield event
+        elif isinstance(event, TimestampsOut) and event.words:
+            yield SpokenWords(event.words, piece)
 
 
 def _hand_over(

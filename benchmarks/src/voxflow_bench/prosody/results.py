@@ -11,8 +11,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from voxflow import VoiceSettings
-from voxflow.session.events import WordTiming
+from voxflow import VoiceSettings, WordTiming
 from voxflow_bench.levels import LevelSettings
 from voxflow_bench.pitch import PitchSettings
 
@@ -50,7 +49,7 @@ class Mode(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ProsodyOptions:
-    voice: str | None = None  # None: the server's default voice
+    voice: str | None = None  # None: the voice the bench is run with (the default voice)
     noise: NoiseMode = NoiseMode.OFF
     seed: int = 1
     tokens: bool = False

@@ -1,10 +1,10 @@
 """``voxflow bench-prosody``: what cutting a sentence into separately rendered pieces does to it.
 
-For every reply, the *streamed* rendering (exactly what the server sends a client) is compared
-with the *whole-sentence* rendering (each sentence one utterance; ``prosody_render``) at every
+For every reply, the *streamed* rendering (what the server's path sends a client) is compared
+with the *whole-sentence* rendering (each sentence one utterance; ``prosody.render``) at every
 *cut*: the boundary between the last word of one separately rendered piece and the first word of
 the next (a piece's words normally come in one ``timestamps`` event; a lead's come window by
-window, and the switch to its takeover is a cut too: ``prosody_render`` tells pieces apart).
+window, and the switch to its takeover is a cut too: the speaker tags each event with its piece).
 Cuts are matched to the reference by the written text's character offsets (the word before and
 the word after), so both renderings are read at the same word boundary whatever their timing.
 
@@ -39,9 +39,16 @@ from typing import TextIO
 
 import numpy as np
 
-from voxflow import ChunkingConfig, Strategy, VoiceSettings, segment_text
-from voxflow.server.services import Services
-from voxflow.session.events import WordTiming
+from voxflow import (
+    ChunkingConfig,
+    Engine,
+    LocalSpeaker,
+    SchedulerSettings,
+    Strategy,
+    VoiceSettings,
+    WordTiming,
+    segment_text,
+)
 from voxflow_bench.corpus import Reply
 from voxflow_bench.levels import LevelSettings, longest_silence_s, speech_extent, speech_span_s
 from voxflow_bench.pitch import (
@@ -53,7 +60,13 @@ from voxflow_bench.pitch import (
     track_pitch,
 )
 from voxflow_bench.progress import ProgressLine
-from voxflow_bench.prosody.render import Rendering, render_reference, split_pieces, stream_reply
+from voxflow_bench.prosody.render import (
+    Rendering,
+    reference_speaker,
+    render,
+    split_pieces,
+    streamed_speaker,
+)
 from voxflow_bench.prosody.results import (
     Cut,
     CutKind,
@@ -245,7 +258,7 @@ def measure_reply(
 
 
 def _stream_all(
-    services: Services,
+    speaker: LocalSpeaker,
     replies: Sequence[Reply],
     options: ProsodyOptions,
     progress: ProgressLine,
@@ -256,46 +269,46 @@ def _stream_all(
         renderings: dict[Mode, Rendering] = {}
         for mode in options.modes:
             pieces = split_pieces(reply.text) if mode is Mode.TOKENS else None
-            renderings[mode] = stream_reply(
-                services, reply.text, options.voice, settings, pieces, options.token_rate
-            )
+            renderings[mode] = render(speaker, reply.text, settings, pieces, options.token_rate)
             progress.advance(f"streamed {reply.name} ({mode.value})")
         out.append(renderings)
     return out
 
 
 def run_prosody_bench(
-    services: Services,
+    engine: Engine,
+    voice: str,
     replies: Sequence[Reply],
     options: ProsodyOptions | None = None,
     progress_out: TextIO | None = None,
+    scheduler: SchedulerSettings | None = None,
 ) -> ProsodyReport:
-    """Stream every reply through the server path, render its reference, compare them."""
+    """Stream every reply through the server's path with ``voice`` (``options.voice`` overrides
+    it) on ``engine``, with ``scheduler``'s workers, render its reference, compare them."""
     o = options or ProsodyOptions()
     if not replies:
         raise ValueError("no replies to measure")
     started = time.perf_counter()
-    voice = o.voice or services.default_voice
-    engine, normalizer = services.engine, services.normalizer
-    seams = services.session_config().seams
+    voice = o.voice or voice
     progress = ProgressLine(progress_out, len(replies) * (len(o.modes) + 1))
-    streamed = _stream_all(services, replies, o, progress)
+    with streamed_speaker(engine, voice, scheduler or SchedulerSettings()) as speaker:
+        streamed = _stream_all(speaker, replies, o, progress)
     settings = o.voice_settings()
     floor_a, floor_b = o.floor_settings()
     results: list[ReplyResult] = []
-    for reply, renderings in zip(replies, streamed, strict=True):
+    with reference_speaker(engine, voice) as whole:
+        for reply, renderings in zip(replies, streamed, strict=True):
 
-        def reference_with(voice_settings: VoiceSettings, text: str = reply.text) -> Analysed:
-            rendering = render_reference(engine, voice, text, voice_settings, seams, normalizer)
-            return Analysed.of(rendering, o)
+            def reference_with(voice_settings: VoiceSettings, text: str = reply.text) -> Analysed:
+                return Analysed.of(render(whole, text, voice_settings), o)
 
-        reference = reference_with(settings)
-        # Seeded: the reference is itself one side of the floor; off: both sides are extra.
-        first = reference if o.noise is NoiseMode.SEEDED else reference_with(floor_a)
-        floor = (first, reference_with(floor_b))
-        for mode, rendering in renderings.items():
-            analysed = Analysed.of(rendering, o)
-            results.append(measure_reply(reply, mode, analysed, reference, floor, o))
-        progress.advance(f"measured {reply.name}")
+            reference = reference_with(settings)
+            # Seeded: the reference is itself one side of the floor; off: both sides are extra.
+            first = reference if o.noise is NoiseMode.SEEDED else reference_with(floor_a)
+            floor = (first, reference_with(floor_b))
+            for mode, rendering in renderings.items():
+                analysed = Analysed.of(rendering, o)
+                results.append(measure_reply(reply, mode, analysed, reference, floor, o))
+            progress.advance(f"measured {reply.name}")
     progress.finish()
     return ProsodyReport(o, voice, tuple(results), time.perf_counter() - started)
