@@ -30,8 +30,8 @@ from voxflow import (
     Lexicon,
     LexiconEntry,
     Normalizer,
-    TextBuffer,
     VoxflowClient,
+    segment_text,
     stream_url,
 )
 from voxflow_bench.corpus import Reply
@@ -200,11 +200,9 @@ def dictionary_cost(
 ) -> DictionaryCost:
     """The normalizer's median time per segment over ``passes`` passes, with and without a
     dictionary of ``entries`` words (its names put into some of the segments)."""
-    segments: list[str] = []
-    for reply in replies:
-        buffer = TextBuffer(ChunkingConfig())
-        found = buffer.feed(reply.text, now=0.0) + buffer.flush()
-        segments += [segment.text for segment in found]
+    segments = [
+        segment.text for reply in replies for segment in segment_text(reply.text, ChunkingConfig())
+    ]
     segments = [
         s + (f" Ask about Brand{i % entries}x." if i % 3 == 0 else "")
         for i, s in enumerate(segments)
