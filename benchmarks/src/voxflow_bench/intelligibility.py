@@ -33,7 +33,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,7 @@ from voxflow import (
     VoiceSettings,
 )
 from voxflow_bench.corpus import Reply
+from voxflow_bench.prosody.render import reference_speaker, streamed_speaker
 from voxflow_bench.tokens import llm_tokens, paced
 
 __all__ = [
@@ -174,11 +175,11 @@ class Speakers:
     docstring)."""
 
     def __init__(self, engine: Engine, voice: str, leads: bool) -> None:
-        sentences = ChunkingConfig(strategy=Strategy.SENTENCE)
-        self.whole = LocalSpeaker(engine, SessionConfig(voice, chunking=sentences), streamed=False)
-        windowed = SessionConfig(voice, chunking=replace(sentences, lead_cost=None))
+        self.whole = reference_speaker(engine, voice)
+        sentences = ChunkingConfig(strategy=Strategy.SENTENCE, lead_cost=None)
+        windowed = SessionConfig(voice, chunking=sentences)
         self.streamed = (
-            LocalSpeaker(engine, SessionConfig(voice))
+            streamed_speaker(engine, voice)
             if leads
             else LocalSpeaker(engine, windowed, scheduler=SMALLEST_WINDOWS)
         )

@@ -96,7 +96,9 @@ def group_pieces(timings: Sequence[SpokenWords]) -> tuple[tuple[WordTiming, ...]
     return tuple(tuple(piece) for piece in pieces)
 
 
-def streamed_speaker(engine: Engine, voice: str, scheduler: SchedulerSettings) -> LocalSpeaker:
+def streamed_speaker(
+    engine: Engine, voice: str, scheduler: SchedulerSettings | None = None
+) -> LocalSpeaker:
     """A speaker that speaks as the server streams: its chunking, leads and windows."""
     return LocalSpeaker(engine, SessionConfig(voice), scheduler=scheduler)
 

@@ -291,7 +291,7 @@ def run_prosody_bench(
     started = time.perf_counter()
     voice = o.voice or voice
     progress = ProgressLine(progress_out, len(replies) * (len(o.modes) + 1))
-    with streamed_speaker(engine, voice, scheduler or SchedulerSettings()) as speaker:
+    with streamed_speaker(engine, voice, scheduler) as speaker:
         streamed = _stream_all(speaker, replies, o, progress)
     settings = o.voice_settings()
     floor_a, floor_b = o.floor_settings()
