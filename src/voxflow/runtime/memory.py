@@ -24,7 +24,6 @@ made since (docs/reliability.md, *Faults*).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import logging
 from collections.abc import Callable
@@ -49,10 +48,14 @@ COLLECT_EVERY_S = 5.0
 
 
 def _libc_function(name: str) -> Any | None:
-    """The C library's function ``name``, or None where this C library has none."""
+    """The C library's function ``name``, or None where this C library has none.
+
+    Looked up among the symbols the process has loaded, the C library's among them, rather than
+    through ``ctypes.util.find_library``, which runs ``ldconfig`` in a child process each time
+    (each scheduler asks)."""
     try:
-        return getattr(ctypes.CDLL(ctypes.util.find_library("c")), name)
-    except (OSError, AttributeError, TypeError):
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
         return None
 
 
