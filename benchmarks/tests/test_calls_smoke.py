@@ -15,6 +15,7 @@ import pytest
 from tests.support.servers import TEST_MAX_STREAMS, free_port, running_server
 
 from voxflow import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow_bench.calls.lines import PROTOCOLS, open_line
 from voxflow_bench.calls.plan import CallPattern, TokenAt, TurnPlan
 from voxflow_bench.calls.process import listening_pids
@@ -36,7 +37,7 @@ ACK_SURE = next(r for r in REPLIES if r.name == "ack-sure")
 
 
 @pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[str, str]]:
+def servers(served_engine: EngineRouter) -> Iterator[tuple[str, str]]:
     """voxflow's HTTP URL and its Wyoming URI, served from this process."""
     wyoming = f"tcp://127.0.0.1:{free_port()}"
     # No admission by cost: these tests check the benchmark's plumbing on a machine that may be
@@ -48,7 +49,7 @@ def servers() -> Iterator[tuple[str, str]]:
         max_load=0.0,
         wyoming_uri=wyoming,
     )
-    with running_server(settings) as url:
+    with running_server(settings, served_engine) as url:
         yield url, wyoming
 
 

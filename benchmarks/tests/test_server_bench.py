@@ -13,6 +13,7 @@ import pytest
 from tests.support.servers import running_server
 
 from voxflow import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow_bench.corpus import load_corpus
 from voxflow_bench.options import LONG_TEXT, BenchOptions
 from voxflow_bench.report import BenchReport, format_report
@@ -26,7 +27,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def bench() -> Iterator[tuple[BenchReport, str]]:
+def bench(served_engine: EngineRouter) -> Iterator[tuple[BenchReport, str]]:
     wyoming_port = _free_port()
     settings = ServerSettings(
         port=_free_port(), workers=2, wyoming_uri=f"tcp://127.0.0.1:{wyoming_port}"
@@ -55,7 +56,7 @@ def bench() -> Iterator[tuple[BenchReport, str]]:
         stopped_reader_s=1.5,
     )
     progress = io.StringIO()
-    with running_server(settings) as url:
+    with running_server(settings, served_engine) as url:
         peer = f"tcp://127.0.0.1:{wyoming_port}"
         report = asyncio.run(run_server_bench(url, options, progress, peer=peer))
     yield report, progress.getvalue()

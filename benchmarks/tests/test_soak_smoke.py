@@ -11,6 +11,7 @@ from tests.support.servers import free_port, running_server
 
 from voxflow import ServerSettings
 from voxflow.cli.main import main
+from voxflow.engines.router import EngineRouter
 from voxflow_bench.corpus import load_corpus
 from voxflow_bench.soak.options import SoakOptions
 from voxflow_bench.soak.report import SoakReport, format_soak_report
@@ -52,12 +53,12 @@ def _options(**changes: object) -> SoakOptions:
 
 
 @pytest.fixture(scope="module")
-def report() -> SoakReport:
+def report(served_engine: EngineRouter) -> SoakReport:
     wyoming = f"tcp://127.0.0.1:{free_port()}"
     settings = ServerSettings(
         port=free_port(), workers=3, max_streams=CAP, wyoming_uri=wyoming, write_timeout_s=1.0
     )
-    with running_server(settings) as url:
+    with running_server(settings, served_engine) as url:
         return asyncio.run(run_soak(url, _options(wyoming=wyoming)))
 
 
@@ -101,9 +102,11 @@ def test_the_soak_runs_every_kind_and_reads_the_server_between_blocks(report: So
     assert "1. Load" in text and "4. Soak" in text and "Goals" in text
 
 
-def test_the_cli_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_prints_the_report(
+    capsys: pytest.CaptureFixture[str], served_engine: EngineRouter
+) -> None:
     settings = ServerSettings(port=free_port(), workers=2)
-    with running_server(settings) as url:
+    with running_server(settings, served_engine) as url:
         flags = "--sections soak --requests 4 --block 2 --warmup 0 --concurrency 2 --settle-s 0"
         code = main(["soak", "--url", url, *flags.split()])
     out = capsys.readouterr().out

@@ -9,7 +9,8 @@ The public API: what an application that embeds voxflow, or drives a voxflow ser
   the ``SpokenWords`` (``WordTiming``s, with the engine request that timed them) a client of the
   server would receive; ``say`` collects them (``SayResult``, ``SayStats``).
 * A server in this process: ``create_app(ServerSettings(...))`` is the ASGI app ``voxflow serve``
-  runs.
+  runs; ``create_app(settings, engine)`` serves the voices of an engine the application built
+  already (the one its ``LocalSpeaker`` speaks with), with the models it loaded.
 * A server elsewhere: ``VoxflowClient`` speaks the native WebSocket protocol and yields its
   events (``AudioEvent``, ``TimestampsEvent``, ``DoneEvent``, ``CancelledEvent``,
   ``ErrorEvent``); ``speak`` records one context's audio and word timings; ``PlayoutBuffer``

@@ -20,6 +20,10 @@ def default_workers() -> int:
 # machine, at its capacity and at twice it (docs/benchmarks.md#calls).
 DEFAULT_MAX_LOAD = 0.8
 
+# The settings that say which voices a server has and where their models are kept. An engine
+# handed to ``create_app`` brings its own voices, so with one these stay at their defaults.
+VOICE_SOURCE_FIELDS = ("voices_dir", "kokoro", "kokoro_voices_dir", "voice_aliases", "split_cache")
+
 # -- access control and logs (issue 11) --
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _ORIGIN = re.compile(r"https?://[^/?#\s]+", re.IGNORECASE)  # what a browser sends: no path
@@ -172,6 +176,11 @@ class ServerSettings:
         if self.kokoro_stream_slots < 1:
             raise ValueError("kokoro_stream_slots must be >= 1")
         self.aliases()  # refuse a malformed pair now
+
+    def voice_sources(self) -> tuple[str, ...]:
+        """The settings of ``VOICE_SOURCE_FIELDS`` set to anything but their defaults."""
+        defaults = {field.name: field.default for field in fields(self)}
+        return tuple(name for name in VOICE_SOURCE_FIELDS if getattr(self, name) != defaults[name])
 
     def aliases(self) -> dict[str, str]:
         """``voice_aliases`` as a mapping (``ValueError`` for a pair without ``=``)."""

@@ -15,6 +15,7 @@ import uvicorn
 
 from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.services import Services
 
 # About five minutes of speech: rendered unpaced it keeps coming for seconds, far more bytes
@@ -40,10 +41,10 @@ def _until(condition: Callable[[], bool], what: str) -> None:
 
 
 def test_a_client_that_stops_reading_is_closed_and_its_work_stops(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, served_engine: EngineRouter
 ) -> None:
     settings = ServerSettings(port=free_port(), workers=2, write_timeout_s=1.0)
-    with serving(settings) as server:
+    with serving(settings, served_engine) as server:
         services = _services(server)
         body = json.dumps({"text": LONG}).encode()
         head = (
@@ -81,9 +82,9 @@ def _read_to_end(client: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
-def test_a_failure_after_the_response_started_cuts_the_body() -> None:
+def test_a_failure_after_the_response_started_cuts_the_body(served_engine: EngineRouter) -> None:
     settings = ServerSettings(port=free_port(), workers=2)
-    with serving(settings) as server:
+    with serving(settings, served_engine) as server:
         services = _services(server)
         url = f"http://127.0.0.1:{settings.port}/v1/audio/speech"
         request = {"input": LONG, "response_format": "pcm"}

@@ -30,6 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from tests.support.servers import serving
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.services import Services
 
 CLIENTS = 1000
@@ -61,10 +62,10 @@ class Server:
 
 
 @contextlib.contextmanager
-def _serve(settings: ServerSettings) -> Iterator[Server]:
+def _serve(settings: ServerSettings, engine: EngineRouter) -> Iterator[Server]:
     """The app under uvicorn in a thread (``tests/conftest.serving``), with handles on the
     uvicorn server, its event loop and the app's services."""
-    with serving(settings, join_s=30.0) as server:
+    with serving(settings, engine, join_s=30.0) as server:
         # The listening socket knows the loop it serves on: no hook in the app is needed.
         loop = server.servers[0].get_loop()
         services = server.config.app.state.services
@@ -191,10 +192,12 @@ def _quiet(server: Server) -> dict[str, Any]:
         time.sleep(0.5)
 
 
-def test_a_thousand_clients_that_vanish_mid_stream_leave_nothing_behind() -> None:
+def test_a_thousand_clients_that_vanish_mid_stream_leave_nothing_behind(
+    served_engine: EngineRouter,
+) -> None:
     # Admission is not under test here: every client of a batch must get its stream.
     settings = ServerSettings(port=_free_port(), workers=2, max_streams=2 * BATCH, max_load=0)
-    with _serve(settings) as server:
+    with _serve(settings, served_engine) as server:
         # Warm-up: one batch, so that what the server starts lazily (the first connection's
         # imports, the encoder's first use, the loop's internals) is in the baseline.
         warm = asyncio.run(_vanishing_clients(server.url, BATCH))

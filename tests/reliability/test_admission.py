@@ -21,15 +21,16 @@ from websockets.sync.client import ClientConnection, connect
 
 from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 
 CAP = 2
 TIMEOUT_S = 30.0
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[tuple[uvicorn.Server, str]]:
+def server(served_engine: EngineRouter) -> Iterator[tuple[uvicorn.Server, str]]:
     settings = ServerSettings(port=free_port(), workers=2, max_streams=CAP, retry_after_s=2.0)
-    with serving(settings) as running:
+    with serving(settings, served_engine) as running:
         yield running, f"127.0.0.1:{settings.port}"
 
 

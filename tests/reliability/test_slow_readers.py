@@ -22,6 +22,7 @@ from tests.support.raw_http import WS_UPGRADE, client_text_frame, head
 from tests.support.servers import free_port, serving
 from tests.support.traffic import SLOW_TEXT
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.services import Services
 
 SETTLE_S = 60.0
@@ -54,7 +55,7 @@ def _until(condition: Callable[[], bool], what: str, bound_s: float = SETTLE_S) 
 
 
 @contextmanager
-def _slow_reader(protocol: str) -> Iterator[tuple[uvicorn.Server, Services]]:
+def _slow_reader(protocol: str, engine: EngineRouter) -> Iterator[tuple[uvicorn.Server, Services]]:
     """A server with a 1 s write timeout, and a client of ``protocol`` that asked for five
     minutes of speech and reads nothing after the handshake; yields once its stream started."""
     # No keep-alive ping: on a busy machine its timeout could end the connection first.
@@ -66,7 +67,7 @@ def _slow_reader(protocol: str) -> Iterator[tuple[uvicorn.Server, Services]]:
         ws_ping_interval_s=600.0,
     )
     path, frames = PROTOCOLS[protocol]
-    with serving(settings) as server, socket.socket() as client:
+    with serving(settings, engine) as server, socket.socket() as client:
         services = server.config.app.state.services
         assert isinstance(services, Services)
         client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills at once
@@ -84,10 +85,10 @@ def _slow_reader(protocol: str) -> Iterator[tuple[uvicorn.Server, Services]]:
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_a_websocket_client_that_stops_reading_loses_its_streams_and_its_connection(
-    protocol: str, caplog: pytest.LogCaptureFixture
+    protocol: str, caplog: pytest.LogCaptureFixture, served_engine: EngineRouter
 ) -> None:
     # One client for both outcomes: each takes a server start and a full buffer to reach.
-    with _slow_reader(protocol) as (server, services):
+    with _slow_reader(protocol, served_engine) as (server, services):
         # The client still holds its socket; the server gives up on it all the same.
         _until(
             lambda: services.scheduler.stats().active_streams == 0,

@@ -2,6 +2,16 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.servers import free_port, serving
+from voxflow import LocalSpeaker, SessionConfig, StartOptions, create_app
+from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
+from voxflow.server.services import Services
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -63,3 +73,43 @@ def test_metrics_expose_the_documented_series(server_url: str) -> None:
         "voxflow_deadline_misses_total",
     ):
         assert f"\n{name}" in body, name
+
+
+def test_an_app_given_an_engine_serves_with_it_and_leaves_it_to_its_owner(
+    served_engine: EngineRouter,
+) -> None:
+    settings = ServerSettings(port=free_port(), workers=1)
+    with serving(settings, served_engine) as server:
+        services = server.config.app.state.services
+        assert isinstance(services, Services)
+        assert services.engine is served_engine
+        assert services.registry is served_engine.registry
+        request = {"input": "Served.", "response_format": "pcm"}
+        url = f"http://127.0.0.1:{settings.port}/v1/audio/speech"
+        with httpx.Client(timeout=60) as http:
+            response = http.post(url, json=request)
+        assert response.status_code == 200 and len(response.content) > 4800
+    # The server's stop stopped its own workers, not the engine: its owner still speaks with it.
+    with LocalSpeaker(served_engine, SessionConfig("joe")) as speaker:
+        assert len(speaker.say("Still here.", StartOptions()).audio) > 4800
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"voices_dir": Path("voices")},
+        {"kokoro": True},
+        {"kokoro_voices_dir": Path("kokoro")},
+        {"voice_aliases": ("alloy=joe",)},
+        {"split_cache": "off"},
+    ],
+)
+def test_settings_that_name_voices_are_refused_beside_an_engine(
+    served_engine: EngineRouter, fields: dict[str, object]
+) -> None:
+    (name,) = fields
+    settings = ServerSettings(**fields)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=f"leave {name} unset"):
+        create_app(settings, served_engine)
+    with pytest.raises(ValueError, match=f"leave {name} unset"):
+        Services.build(settings, engine=served_engine)

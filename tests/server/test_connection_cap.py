@@ -27,13 +27,14 @@ from tests.support.raw_http import (
 )
 from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.http_protocol import LimitedHttpProtocol
 
 CAP, RESERVE = 8, 4
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[uvicorn.Server]:
+def server(served_engine: EngineRouter) -> Iterator[uvicorn.Server]:
     # Long timeouts: the sockets a test opens stay open until it closes them.
     settings = ServerSettings(
         port=free_port(),
@@ -43,7 +44,7 @@ def server() -> Iterator[uvicorn.Server]:
         header_timeout_s=TIMEOUT_S,
         keepalive_timeout_s=TIMEOUT_S,
     )
-    with serving(settings) as started:
+    with serving(settings, served_engine) as started:
         yield started
 
 
@@ -114,7 +115,9 @@ def _ensure_fd_limit(needed: int) -> int:
     return soft
 
 
-def test_a_flood_of_idle_and_trickling_sockets_leaves_health_checks_answered() -> None:
+def test_a_flood_of_idle_and_trickling_sockets_leaves_health_checks_answered(
+    served_engine: EngineRouter,
+) -> None:
     # Each socket costs two descriptors here (both ends are in this process).
     idle_count, trickle_count = 500, 1000
     room = (_ensure_fd_limit(2 * (idle_count + trickle_count) + 256) - 256) // 2
@@ -129,7 +132,7 @@ def test_a_flood_of_idle_and_trickling_sockets_leaves_health_checks_answered() -
         keepalive_timeout_s=1.0,
     )
     trickled = head("GET", "/v1/voices", "x-pad: " + "a" * 4000)  # never whole in time
-    with serving(settings) as server, selectors.DefaultSelector() as selector:
+    with serving(settings, served_engine) as server, selectors.DefaultSelector() as selector:
         port = server.config.port
         open_socks: dict[socket.socket, int] = {}  # socket -> bytes of the head sent (-1: idle)
         try:

@@ -28,6 +28,7 @@ from tests.support.raw_http import (
 )
 from tests.support.servers import free_port, serving
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 
 MAX_BODY = 64 << 10
 SETTINGS = {
@@ -40,8 +41,9 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[uvicorn.Server]:
-    with serving(ServerSettings(port=free_port(), workers=1, **SETTINGS)) as started:  # type: ignore[arg-type]
+def server(served_engine: EngineRouter) -> Iterator[uvicorn.Server]:
+    settings = ServerSettings(port=free_port(), workers=1, **SETTINGS)  # type: ignore[arg-type]
+    with serving(settings, served_engine) as started:
         yield started
 
 

@@ -18,6 +18,7 @@ from websockets.sync.client import ClientConnection, connect
 from tests.support.redis_server import RedisServer, redis_server
 from tests.support.servers import TEST_MAX_STREAMS, free_port, running_server
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 
 PHRASE = "One moment, let me check that for you."
 ServerFactory = Callable[..., contextlib.AbstractContextManager[str]]
@@ -94,12 +95,12 @@ def test_a_prefetch_body_that_is_not_json_is_a_400(server_url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def uncached_url() -> Iterator[str]:
+def uncached_url(served_engine: EngineRouter) -> Iterator[str]:
     """A server with no phrase cache (one for the module: nothing it does is remembered)."""
     settings = ServerSettings(
         port=free_port(), workers=1, max_streams=TEST_MAX_STREAMS, cache_bytes=0
     )
-    with running_server(settings) as url:
+    with running_server(settings, served_engine) as url:
         yield url
 
 

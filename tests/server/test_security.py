@@ -21,6 +21,7 @@ from websockets.sync.client import connect
 
 from tests.support.servers import free_port, running_server
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.security import read_api_keys_file
 
 KEY = "vf-test-key-0123456789"
@@ -30,7 +31,7 @@ INTERNAL_HOST = "voxflow.internal"
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def url(tmp_path_factory: pytest.TempPathFactory, served_engine: EngineRouter) -> Iterator[str]:
     keys_file = tmp_path_factory.mktemp("keys") / "keys.txt"
     keys_file.write_text(f"# the second client\n\n  {SECOND_KEY}  \n")
     settings = ServerSettings(
@@ -41,7 +42,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         allowed_origins=(APP_ORIGIN,),
         allowed_hosts=(INTERNAL_HOST,),
     )
-    with running_server(settings) as base:
+    with running_server(settings, served_engine) as base:
         yield base
 
 
@@ -331,11 +332,14 @@ def test_a_rebinding_host_cannot_open_a_websocket(url: str) -> None:
 
 
 def test_a_public_server_without_keys_checks_no_host_and_no_key(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, served_engine: EngineRouter
 ) -> None:
     # The friendly default, bound to all interfaces: no key, any Host name (a proxy's).
     settings = ServerSettings(port=free_port(), workers=1, host="0.0.0.0")
-    with running_server(settings) as base, httpx.Client(base_url=base, timeout=60) as http:
+    with (
+        running_server(settings, served_engine) as base,
+        httpx.Client(base_url=base, timeout=60) as http,
+    ):
         response = http.get("/v1/voices", headers={"Host": "tts.example.com"})
         assert response.status_code == 200 and response.json()["voices"]
     # ... and the operator is told so at start-up.

@@ -19,6 +19,7 @@ from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
 from voxflow.engines.kokoro.voices import default_voices_dir, find_packs
 from voxflow.engines.piper import EngineSettings, PiperEngine
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.engines.router import EngineRouter
 from voxflow.engines.split_cache import SplitCache
 
 # What each suite's conftest takes in (``from tests.support.fixtures import *``).
@@ -29,6 +30,7 @@ __all__ = [
     "live_server",
     "pytest_collection_finish",
     "registry",
+    "served_engine",
     "server_factory",
     "server_url",
     "split_cache",
@@ -62,6 +64,14 @@ def engine(registry: VoiceRegistry, split_cache: SplitCache | None) -> PiperEngi
 
 
 @pytest.fixture(scope="session")
+def served_engine(registry: VoiceRegistry, engine: PiperEngine) -> EngineRouter:
+    """The engine the test servers serve the bundled voice with (``create_app``'s ``engine``):
+    the session's, as ``build_engine(registry)`` makes it, so that the voice is loaded once a
+    worker rather than once a server (a quarter of a second of CPU each)."""
+    return EngineRouter(registry, {"piper": engine})
+
+
+@pytest.fixture(scope="session")
 def kokoro_registry() -> VoiceRegistry:
     """Piper's voices and the Kokoro packs ``make kokoro-voices`` installed (``make unit``
     installs them: their absence is a failure, not a skip)."""
@@ -83,10 +93,10 @@ def kokoro_engine(kokoro_registry: VoiceRegistry, split_cache: SplitCache | None
 
 
 @pytest.fixture(scope="session")
-def live_server() -> Iterator[uvicorn.Server]:
+def live_server(served_engine: EngineRouter) -> Iterator[uvicorn.Server]:
     """The session's shared server (``server_url`` is its address)."""
     settings = ServerSettings(port=free_port(), workers=2, max_streams=TEST_MAX_STREAMS)
-    with serving(settings) as server:
+    with serving(settings, served_engine) as server:
         yield server
 
 
@@ -96,11 +106,15 @@ def server_url(live_server: uvicorn.Server) -> str:
 
 
 @pytest.fixture
-def server_factory() -> Callable[..., contextlib.AbstractContextManager[str]]:
-    """Start a dedicated server with non-default settings (one per test)."""
+def server_factory(
+    served_engine: EngineRouter,
+) -> Callable[..., contextlib.AbstractContextManager[str]]:
+    """Start a dedicated server with non-default settings (one per test); with the session's
+    engine unless the settings name voices of their own."""
 
-    def start(**settings: object) -> contextlib.AbstractContextManager[str]:
-        settings.setdefault("max_streams", TEST_MAX_STREAMS)
-        return running_server(ServerSettings(port=free_port(), **settings))  # type: ignore[arg-type]
+    def start(**fields: object) -> contextlib.AbstractContextManager[str]:
+        fields.setdefault("max_streams", TEST_MAX_STREAMS)
+        settings = ServerSettings(port=free_port(), **fields)  # type: ignore[arg-type]
+        return running_server(settings, None if settings.voice_sources() else served_engine)
 
     return start

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.app import create_app
 from voxflow.server.uvicorn_config import uvicorn_config
 
@@ -24,11 +25,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(settings: ServerSettings, join_s: float = 15.0) -> Iterator[uvicorn.Server]:
+def serving(
+    settings: ServerSettings, engine: EngineRouter | None = None, join_s: float = 15.0
+) -> Iterator[uvicorn.Server]:
     """A real uvicorn server with the app, in a thread of this process, as in production;
-    yields the started server (its app is ``server.config.app``)."""
+    yields the started server (its app is ``server.config.app``). ``engine``: the test
+    session's (the ``served_engine`` fixture), loaded once for every server that serves the
+    bundled voice; None: the server loads its own, as ``voxflow serve`` does."""
     # As ``voxflow serve`` configures it (the protocol with its limits, WebSocket sizes).
-    config = uvicorn_config(create_app(settings), settings, log_level="warning", lifespan="on")
+    app = create_app(settings, engine)
+    config = uvicorn_config(app, settings, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
     thread.start()
@@ -46,9 +52,9 @@ def serving(settings: ServerSettings, join_s: float = 15.0) -> Iterator[uvicorn.
 
 
 @contextlib.contextmanager
-def running_server(settings: ServerSettings) -> Iterator[str]:
+def running_server(settings: ServerSettings, engine: EngineRouter | None = None) -> Iterator[str]:
     """A real uvicorn server with the app, in a thread; yields its base URL."""
-    with serving(settings):
+    with serving(settings, engine):
         yield f"http://127.0.0.1:{settings.port}"
 
 

@@ -40,6 +40,11 @@ class EngineRouter:
         self._registry = registry
         self._engines = dict(engines)
 
+    @property
+    def registry(self) -> VoiceRegistry:
+        """The voices this engine renders."""
+        return self._registry
+
     def engine_name(self, voice: str) -> str:
         """``piper`` or ``kokoro``: which engine renders ``voice``."""
         return self._registry.get(voice).engine

@@ -16,11 +16,12 @@ from fastapi.staticfiles import StaticFiles
 
 from voxflow.config import ServerSettings
 from voxflow.connection.gateway import Gateway
+from voxflow.engines.router import EngineRouter
 from voxflow.server.logs import RequestIdMiddleware
 from voxflow.server.metrics import ServerMetrics
 from voxflow.server.pacing import StartPacer
 from voxflow.server.security import AccessPolicy, SecurityMiddleware
-from voxflow.server.services import Services
+from voxflow.server.services import Services, refuse_voice_sources
 from voxflow.transports.cartesia.routes import mount_cartesia
 from voxflow.transports.deepgram.routes import mount_deepgram
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
@@ -61,11 +62,18 @@ def wyoming_limits(settings: ServerSettings) -> FrameLimits:
     )
 
 
-def create_app(settings: ServerSettings) -> FastAPI:
+def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> FastAPI:
+    """The ASGI app ``voxflow serve`` runs. ``engine``: one already built and loaded
+    (``build_engine``), as an application that also speaks through ``LocalSpeaker`` holds, to
+    serve its voices with the models it loaded rather than a second copy of them; None: the app
+    builds its own from ``settings`` when it starts."""
+    if engine is not None:
+        refuse_voice_sources(settings)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Loading the voice takes a second of CPU: keep it off the event loop.
-        services = await asyncio.to_thread(Services.build, settings, metrics)
+        services = await asyncio.to_thread(Services.build, settings, metrics, engine)
         gateway = services.gateway()
         wyoming = None
         try:

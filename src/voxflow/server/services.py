@@ -67,16 +67,28 @@ class Services:
     stopping: StopSignal = field(default_factory=StopSignal)
 
     @classmethod
-    def build(cls, settings: ServerSettings, metrics: ServerMetrics | None = None) -> Services:
+    def build(
+        cls,
+        settings: ServerSettings,
+        metrics: ServerMetrics | None = None,
+        engine: EngineRouter | None = None,
+    ) -> Services:
         """Find voices, load the default one and start the workers (blocking: call off-loop).
-        ``metrics``: the app's, when it counts refusals before the services exist."""
-        registry = voice_registry(settings)
+        ``metrics``: the app's, when it counts refusals before the services exist. ``engine``:
+        one the caller built already (``build_engine``), whose voices the server serves and
+        whose loaded models it uses rather than loading its own; ``settings`` then name no
+        voices (``ServerSettings.voice_sources``). None: built from ``settings``."""
+        if engine is None:
+            registry = voice_registry(settings)
+            engine = build_engine(
+                registry, split_cache=SplitCache.from_setting(settings.split_cache, os.environ)
+            )
+        else:
+            refuse_voice_sources(settings)
+        registry = engine.registry
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
-        engine = build_engine(
-            registry, split_cache=SplitCache.from_setting(settings.split_cache, os.environ)
-        )
         engine.load(default_voice)
-        if settings.kokoro:
+        if registry.kokoro_enabled:
             # The model and one voice now, not in a listener's first request (seconds).
             engine.load(_kokoro_voice_to_load(registry, default_voice))
         if settings.kokoro_fallback_voice is not None:
@@ -241,6 +253,16 @@ class Services:
         self.encoder_pool.shutdown(wait=True, cancel_futures=True)
         if self.cache is not None:
             self.cache.close()
+
+
+def refuse_voice_sources(settings: ServerSettings) -> None:
+    """``ValueError`` if ``settings`` name voices (``ServerSettings.voice_sources``), as they
+    must not when the server is given an engine: that brings its own."""
+    if named := settings.voice_sources():
+        raise ValueError(
+            f"the engine given brings its own voices: leave {', '.join(named)} unset, "
+            "or give no engine"
+        )
 
 
 def _phrase_cache(settings: ServerSettings) -> PhraseCache | None:

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.services import Services
 
 
 @pytest.fixture(scope="package")
-def services() -> Iterator[Services]:
-    built = Services.build(ServerSettings(workers=2))
+def services(served_engine: EngineRouter) -> Iterator[Services]:
+    built = Services.build(ServerSettings(workers=2), engine=served_engine)
     yield built
     built.shutdown()
