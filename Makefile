@@ -128,8 +128,9 @@ fleet-tools:
 # worker and in each `voxflow serve` the tests start, and pytest rewrites every test module's
 # asserts again (collection 10 s -> 4 s a worker here, a server process's start-up 2.3 s -> 0.8 s).
 # The caches go to the ignored __pycache__ directories. XDG_CACHE_HOME: the split cache
-# (docs/operations.md) of the ~90 servers the tests start lives in the venv, not in the caller's
-# home; the model is cut and optimized once, not once a server (0.5 s of CPU each).
+# (docs/operations.md) of the engines and `voxflow serve` processes the tests start lives in the
+# venv, not in the caller's home; the model is cut and optimized once, not once a server (0.5 s
+# of CPU each). The in-process test servers share their worker's engine (served_engine).
 PYTEST_WORKERS ?= 2
 unit: install-dev kokoro-voices browser fleet-tools
 	PYTHONDONTWRITEBYTECODE= XDG_CACHE_HOME=$(abspath $(VENV))/cache \
