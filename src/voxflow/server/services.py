@@ -79,10 +79,8 @@ class Services:
         whose loaded models it uses rather than loading its own; ``settings`` then name no
         voices (``ServerSettings.voice_sources``). None: built from ``settings``."""
         if engine is None:
-            registry = voice_registry(settings)
-            engine = build_engine(
-                registry, split_cache=SplitCache.from_setting(settings.split_cache, os.environ)
-            )
+            split_cache = SplitCache.from_setting(settings.split_cache, os.environ)
+            engine = build_engine(voice_registry(settings), split_cache=split_cache)
         else:
             refuse_voice_sources(settings)
         registry = engine.registry
