@@ -54,6 +54,10 @@ class ServerSettings:
     write_timeout_s: float = 10.0  # a send that takes longer closes the connection
     idle_flush_s: float | None = None  # flush buffered text after this much silence
     max_lead_s: float = 20.0  # a stream this far ahead of its client's playback waits
+    # ... but a context that owes audio sends some at least this often, however far ahead it is:
+    # client frameworks end a context that is quiet for a while (Pipecat: 3 s). The metrics count
+    # a longer silence as a quiet gap.
+    max_quiet_s: float = 1.5
     sentence_pause_ms: float = 250.0  # silence between a sentence's end and the next one's speech
     lexicon_path: Path | None = None  # server-wide pronunciation lexicon (word<TAB>respelling)
     # Where ElevenLabs' pronunciation dictionaries are kept (server/dictionaries.py); replicas
@@ -153,6 +157,8 @@ class ServerSettings:
             raise ValueError("retry_after_s must be > 0")
         if self.max_lead_s <= 0:
             raise ValueError("max_lead_s must be > 0")
+        if self.max_quiet_s <= 0:
+            raise ValueError("max_quiet_s must be > 0")
         if self.idle_flush_s is not None and self.idle_flush_s <= 0:
             raise ValueError("idle_flush_s must be > 0")
         self._check_connection_limits()

@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.runtime.costs import CostModel
-from voxflow.runtime.jobs import Drained, Prepared, Rendered, SchedulerEvent, SegmentRequest
+from voxflow.runtime.jobs import (
+    Drained,
+    Prepared,
+    Rendered,
+    SchedulerEvent,
+    SegmentRequest,
+    Skipped,
+    Takeover,
+)
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.runtime.stream import StreamState
-from voxflow.runtime.work import Job
+from voxflow.runtime.work import Job, Lane
 
 RATE = 22050
 SPF = 256
@@ -269,3 +279,268 @@ def test_a_wide_job_does_not_teach_the_cpu_per_audio_second() -> None:
     assert stream.costs.audio_cost_s == prior
     # Its wall time still teaches how long such a window takes.
     assert stream.costs.render_per_frame_s != render_rate
+
+
+# -- leads and the quiet bound ---------------------------------------------------------------------
+
+
+def _lead_pair(tag: int) -> tuple[SegmentRequest, SegmentRequest]:
+    """A lead ("Would you like me") and its takeover (the whole sentence)."""
+    lead = SegmentRequest("Would you like me", "joe", VoiceSettings(), tag, lead=True)
+    whole = SegmentRequest(
+        "Would you like me to book it for you?",
+        "joe",
+        VoiceSettings(),
+        tag + 1,
+        takeover=Takeover(tag, ((0, 0), (6, 6), (10, 10), (15, 15), (17, 17))),
+    )
+    return lead, whole
+
+
+def _render_head(policy: SchedulingPolicy, stream: StreamState, now: float) -> None:
+    """Run ``stream``'s queued jobs until its head segment is rendered to its end."""
+    head = stream.works[0]
+    while stream.works and stream.works[0] is head:
+        picked = policy.next_job(now, busy=1)
+        assert picked is not None and picked[0] is stream
+        _complete(policy, *picked, now, frames=400)
+
+
+def _behind_audio(in_hand_s: float) -> tuple[SchedulingPolicy, StreamState, float]:
+    """A stream whose first segment is rendered, and the moment its listener has ``in_hand_s``
+    of it left: where a lead and its takeover arrive in the tests below."""
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _open(policy)
+    _render_head(policy, stream, 0.0)
+    end = stream.playback_end()
+    assert end is not None and end > in_hand_s
+    return policy, stream, end - in_hand_s
+
+
+def test_a_lead_whose_takeover_is_queued_is_skipped_while_its_listener_has_audio_in_hand() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _open(policy)
+    _render_head(policy, stream, 0.0)  # 4.6 s of audio in hand
+    lead, whole = _lead_pair(1)
+    assert policy.submit(stream, lead, 0.0) == []
+    assert policy.submit(stream, whole, 0.0) == [Skipped(1)]
+    picked = policy.next_job(0.0, busy=1)
+    # The takeover's text stage, at once: nothing holds it back for the listener's sake.
+    assert picked is not None and picked[1].work.request is whole and picked[1].window is None
+    _complete(policy, *picked, 0.0, frames=100)
+    picked = policy.next_job(0.0, busy=1)
+    assert picked is not None and picked[1].window is not None
+    events = _complete(policy, *picked, 0.0)
+    first = next(e for e in events if isinstance(e, Rendered))
+    assert first.tag == 2 and first.first and first.splice_frames == 0  # from its start
+
+
+def test_a_lead_whose_takeover_comes_during_its_text_stage_is_skipped_and_its_result_dropped() -> (
+    None
+):
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _open(policy)
+    _render_head(policy, stream, 0.0)
+    lead, whole = _lead_pair(1)
+    policy.submit(stream, lead, 0.0)
+    picked = policy.next_job(0.0, busy=1)
+    assert picked is not None and picked[1].work.request is lead and picked[1].window is None
+    assert policy.submit(stream, whole, 0.0) == [Skipped(1)]
+    assert _complete(policy, *picked, 0.0, frames=60) == []  # nobody waits for it any more
+    picked = policy.next_job(0.0, busy=1)
+    assert picked is not None and picked[1].work.request is whole and picked[1].window is None
+
+
+def test_a_takeover_prepared_before_its_lead_rendered_anything_replaces_it_whole() -> None:
+    # Too little in hand to skip the lead before its text stage, so both text stages run: the
+    # takeover's does not wait for the lead's first window once the listener has audio.
+    # Less in hand than the takeover's first audio takes, with the lead hold.
+    policy, stream, now = _behind_audio(SchedulerSettings().lead_hold_s)
+    lead, whole = _lead_pair(1)
+    assert policy.submit(stream, lead, now) == [] and policy.submit(stream, whole, now) == []
+    first = policy.next_job(now, busy=0)
+    second = policy.next_job(now, busy=1)
+    assert first is not None and second is not None
+    assert {first[1].work.request.tag, second[1].work.request.tag} == {1, 2}
+    takeover_job = first if first[1].work.request is whole else second
+    lead_job = second if takeover_job is first else first
+    assert [type(e) for e in _complete(policy, *lead_job, now, frames=60)] == [Prepared]
+    events = _complete(policy, *takeover_job, now, frames=100)
+    assert Skipped(1) in events
+    picked = policy.next_job(now, busy=1)
+    assert picked is not None and picked[1].work.request is whole and picked[1].window is not None
+
+
+def test_a_lead_that_comes_to_the_head_behind_audio_in_hand_is_skipped() -> None:
+    # The lead and its takeover arrive while an earlier segment is still being rendered.
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = _open(policy)
+    _render_head(policy, stream, 0.0)
+    policy.submit(stream, SegmentRequest("And one more thing.", "joe", VoiceSettings(), 9), 0.0)
+    lead, whole = _lead_pair(10)
+    assert policy.submit(stream, lead, 0.0) == [] and policy.submit(stream, whole, 0.0) == []
+    events: list[SchedulerEvent] = []
+    while stream.works and stream.works[0].request.tag == 9:
+        picked = policy.next_job(0.0, busy=1)
+        assert picked is not None
+        events += _complete(policy, *picked, 0.0, frames=100)
+    assert Skipped(10) in events
+    assert stream.works[0].request is whole
+
+
+def test_a_turns_first_lead_is_kept_for_its_first_audio() -> None:
+    policy = SchedulingPolicy(SchedulerSettings())
+    stream = policy.open_stream(lambda _event: None, CostModel())
+    lead, whole = _lead_pair(0)
+    assert policy.submit(stream, lead, 0.0) == [] and policy.submit(stream, whole, 0.0) == []
+    picked = policy.next_job(0.0, busy=1)
+    assert picked is not None and picked[1].work.request is lead
+
+
+def test_a_lead_is_kept_when_its_listener_would_run_dry_before_the_takeovers_first_audio() -> None:
+    policy, stream, now = _behind_audio(0.2)  # less than the lead hold alone
+    lead, whole = _lead_pair(1)
+    assert policy.submit(stream, lead, now) == [] and policy.submit(stream, whole, now) == []
+    picked = policy.next_job(now, busy=1)
+    assert picked is not None and picked[1].work.request is lead
+
+
+def test_a_lead_waiting_for_its_takeover_is_not_quiet_longer_than_the_bound() -> None:
+    # Its listener has seconds in hand, so the lead waits for the rest of its sentence, but
+    # not past what the quiet bound allows: a framework would take the silence for the end.
+    settings = SchedulerSettings()
+    assert settings.max_quiet_s is not None
+    policy = SchedulingPolicy(settings)
+    stream = _open(policy)
+    _render_head(policy, stream, 0.0)
+    lead, _whole = _lead_pair(1)
+    policy.submit(stream, lead, 0.0)
+    picked = policy.next_job(0.0, busy=1)  # its text stage: it sends nothing
+    assert picked is not None and picked[1].window is None
+    _complete(policy, *picked, 0.0, frames=60)
+    assert policy.next_job(0.0, busy=1) is None
+    wait = policy.next_release_s(0.0)
+    assert wait is not None and 0.0 < wait < settings.max_quiet_s
+    picked = policy.next_job(wait, busy=1)
+    assert picked is not None and picked[1].work.request is lead and picked[1].window is not None
+
+
+def _ahead(policy: SchedulingPolicy) -> StreamState:
+    """A stream rendered at time 0 until it is ``max_lead_s`` ahead of its listener."""
+    stream = _open(policy)
+    while (picked := policy.next_job(0.0, busy=1)) is not None:
+        _complete(policy, *picked, 0.0)
+    return stream
+
+
+def test_a_stream_far_ahead_of_its_listener_still_sends_within_the_quiet_bound() -> None:
+    settings = SchedulerSettings(max_lead_s=3.0)
+    assert settings.max_quiet_s is not None
+    policy = SchedulingPolicy(settings)
+    stream = _ahead(policy)
+    now = policy.next_release_s(0.0)  # released again as its listener catches up
+    assert now is not None
+    picked = policy.next_job(now, busy=1)
+    assert picked is not None
+    _complete(policy, *picked, now)  # a large window: more audio than the quiet bound
+    end = stream.playback_end()
+    assert end is not None
+    wait = policy.next_release_s(now)
+    # Due by the quiet bound, before its listener would have made it so.
+    assert wait is not None and wait < min(settings.max_quiet_s, end - 3.0 - now)
+
+
+def test_without_a_quiet_bound_a_stream_far_ahead_waits_for_its_listener() -> None:
+    policy = SchedulingPolicy(SchedulerSettings(max_lead_s=2.0, max_quiet_s=None))
+    stream = _ahead(policy)
+    end = stream.playback_end()
+    assert end is not None
+    assert policy.next_release_s(0.0) == pytest.approx(end - 2.0)
+
+
+# -- never idle: a property over arrivals ----------------------------------------------------------
+
+_ARRIVAL = st.tuples(
+    st.integers(0, 2),  # which stream
+    st.sampled_from(["plain", "pair", "split"]),  # a segment; a lead with its takeover; apart
+    st.floats(0.0, 6.0),  # how long after the stream's request before it arrives
+    st.floats(0.0, 3.0),  # split: how long after its lead the takeover comes
+    st.integers(20, 400),  # the segment's frames
+)
+
+
+def _speakable(stream: StreamState, now: float, max_lead_s: float) -> bool:
+    """Whether ``stream`` has work it may render now: anything queued but a lead waiting for the
+    rest of its sentence, unless its listener is ``max_lead_s`` ahead (render-ahead is bounded)."""
+    if not stream.works or stream.held:
+        return False
+    end = stream.playback_end()
+    if end is not None and end - now >= max_lead_s:
+        return False
+    head = stream.works[0]
+    waiting_lead = head.request.lead and head.utterance is not None and not head.decided
+    return not (waiting_lead and len(stream.works) < 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ARRIVAL, min_size=1, max_size=10))
+def test_a_free_worker_is_never_left_idle_while_a_stream_has_text_it_may_speak(
+    arrivals: list[tuple[int, str, float, float, int]],
+) -> None:
+    """One worker, three streams, segments arriving as a client sends them: whenever the
+    worker finds no job, no stream has work it may render, and every stream's next job comes
+    within the quiet bound of its last audio."""
+    config = SchedulerSettings(max_lead_s=5.0)
+    assert config.max_quiet_s is not None
+    policy = SchedulingPolicy(config)
+    streams = [policy.open_stream(lambda _event: None, CostModel()) for _ in range(3)]
+    frames: dict[int, int] = {}
+    pending: list[tuple[float, int, int, SegmentRequest]] = []  # (at, order, stream, request)
+    free_at = [0.0, 0.0, 0.0]  # a stream's next request comes after its lead's takeover
+    for number, (index, kind, gap, later, length) in enumerate(arrivals):
+        tag, at = 2 * number, free_at[index] + gap
+        frames[tag] = length
+        if kind == "plain":
+            request = SegmentRequest("Hello there.", "joe", VoiceSettings(), tag)
+            pending.append((at, tag, index, request))
+            free_at[index] = at
+            continue
+        lead, whole = _lead_pair(tag)
+        free_at[index] = at + (later if kind == "split" else 0.0)
+        pending.append((at, tag, index, lead))
+        pending.append((free_at[index], tag + 1, index, whole))
+        frames[tag + 1] = length + 20
+    pending.sort()
+    now = 0.0
+    while pending or any(s.works for s in streams):
+        while pending and pending[0][0] <= now:
+            _, _, index, request = pending.pop(0)
+            policy.submit(streams[index], request, now)
+        picked = policy.next_job(now, busy=0)
+        if picked is not None:
+            stream, job = picked
+            tag = job.work.request.tag
+            if job.window is None:
+                cost = 0.01
+                policy.prepared(stream, job, _utterance(frames[tag]), cost, now + cost, False)
+            else:
+                cost = 0.0003 * (job.window[1] - job.window[0] + 20)
+                audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)
+                policy.rendered(stream, job, audio, cost, now + cost, False)
+            now += cost
+            continue
+        for stream in streams:
+            assert not _speakable(stream, now, config.max_lead_s), (now, stream.works)
+            work = stream.runnable(Lane.MAIN)
+            if work is not None and stream.quiet_since is not None:
+                release = stream.timing(Lane.MAIN, work, now).release
+                assert release <= stream.quiet_since + config.max_quiet_s
+        wait = policy.next_release_s(now)
+        upcoming = [
+            t
+            for t in (pending[0][0] if pending else None, None if wait is None else now + wait)
+            if t is not None
+        ]
+        if not upcoming:
+            break  # only leads waiting for takeovers that never come
+        now = max(now, min(upcoming))

@@ -65,6 +65,8 @@ def test_metrics_expose_the_documented_series(server_url: str) -> None:
         "voxflow_capacity",
         "python_gc_objects_collected_total",
         "voxflow_chunk_gap_seconds_bucket",
+        "voxflow_quiet_seconds_bucket",
+        "voxflow_quiet_gaps_total",
         "voxflow_cancel_latency_seconds_bucket",
         "voxflow_active_contexts",
         "voxflow_queue_depth",

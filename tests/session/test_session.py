@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from tests.support.instant_runtime import InstantRuntime
 from voxflow.connection.local import drain_encoded
 from voxflow.engines.base import Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
@@ -328,3 +329,21 @@ def test_normalization_off_and_a_request_lexicon() -> None:
     session.flush("lex", 0.0)
     texts = [s.request.text for s in _of(_drain(session), SubmitSegment)]
     assert texts == ["Pay $5 now.", "I like vox flow a lot."]
+
+
+def test_each_chunk_says_how_long_its_context_owed_audio_without_sending_any() -> None:
+    # What the metrics count as a quiet gap: silence while the context owed audio, from its
+    # audio before or from when its text made audio due, whichever came later.
+    session = _session()
+    runtime = InstantRuntime(session)
+    session.start("a", StartOptions(output_format="pcm_22050"), 0.0)
+    session.text("a", "First part. ", 0.0)
+    session.flush("a", 0.0)  # owes audio from here
+    first = _of(runtime.serve(0.3), AudioOut)
+    session.text("a", "Second part, after a pause.", 2.0)
+    session.flush("a", 2.0)
+    second = _of(runtime.serve(2.5), AudioOut)
+    assert first and second
+    assert first[0].quiet_s == pytest.approx(0.3)  # its first audio's wait
+    assert second[0].quiet_s == pytest.approx(0.5)  # not the 2.2 s since the first part's audio
+    assert all(a.quiet_s == 0.0 for a in first[1:] + second[1:])  # sent together

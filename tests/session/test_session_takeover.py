@@ -164,3 +164,33 @@ def test_a_client_that_decodes_mp3_gets_a_lead_long_enough_to_start_on() -> None
     short, long = lead_text("pcm_24000"), lead_text("mp3_22050_32")
     # An FFmpeg decoder reads ~1.7 s of MP3 before it plays: the lead carries that much speech.
     assert long.startswith(short) and len(long) > 25 >= len(short)
+
+
+def _pause_ms(events: list[ClientEvent], before: str) -> float:
+    """The silence between the word before ``before`` and ``before`` (word timings)."""
+    words = _words(events)
+    index = next(i for i, w in enumerate(words) if w[0] == before)
+    return words[index][1] - words[index - 1][2]
+
+
+def test_a_sentence_sent_whole_behind_audio_in_hand_is_joined_as_one_sent_with_the_rest(
+    scheduler: Scheduler,
+) -> None:
+    # A client that flushes each sentence (Pipecat's Cartesia and ElevenLabs services) starts
+    # a new turn each time, so each sentence is cut into a lead and its takeover; behind the
+    # first one's audio the lead is skipped, and the takeover joins the sentence before it as
+    # the whole reply's second sentence does.
+    flushed = _runner(scheduler)
+    _start(flushed)
+    for sentence in (SENTENCE + " ", "Would you like the morning or the afternoon?"):
+        flushed.session.text("a", sentence, flushed.now())
+        flushed.session.flush("a", flushed.now())
+    flushed.session.end("a", flushed.now())
+    events = flushed.until_finished("a")
+    whole = _runner(scheduler)
+    _start(whole)
+    whole.session.text("a", REPLY, whole.now())
+    whole.session.end("a", whole.now())
+    reference = whole.until_finished("a")
+    _check_timeline(events, REPLY)
+    assert _pause_ms(events, "Would") == pytest.approx(_pause_ms(reference, "Would"), abs=30)

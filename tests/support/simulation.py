@@ -4,9 +4,11 @@ A discrete-event simulation of the server under the calls benchmark's load, for 
 must see what many listeners hear without a real machine's noise:
 
 * each call is a real ``Session``; its turns stream a reply as LLM tokens (``stream_tokens``) at a
-  given rate, then ``end``, and the listener plays the audio at real time from its first chunk
-  with no buffer (``PlayoutBuffer(0)``): a chunk that arrives after the audio before it has
-  played out is a gap;
+  given rate, then ``end`` (or, ``Turn.sentences``, each sentence whole and flushed once its
+  last token is in, as Pipecat sends them), and the listener plays the audio at real time from
+  its first chunk with no buffer (``PlayoutBuffer(0)``): a chunk that arrives after the audio
+  before it has played out is a gap. Each chunk's ``quiet_s`` (how long its context sent no
+  audio while it owed some) is kept too: a framework ends a context quiet for 3 s;
 * the session's commands go to a real ``SchedulingPolicy``; ``workers`` virtual workers take its
   jobs, and a job takes what the engine's costs say (``SimCosts``, measured on the 2-core
   machine with the bundled voice) on ``cores`` shared cores (processor sharing: more jobs than
@@ -120,12 +122,20 @@ class SimEngine:
         return audio
 
 
+# A sentence as a framework's sentence aggregator cuts it: up to its final mark and the spaces
+# after it.
+_SENTENCE = re.compile(r".*?[.!?]+(?:\s+|$)|.+$", re.DOTALL)
+
+
 @dataclass(frozen=True)
 class Turn:
     text: str
     start_s: float  # when its first token is sent
     token_rate: float = 50.0
     barge_in_after_s: float | None = None  # audio heard before the caller barges in
+    # Each sentence sent whole and flushed when its last token is in (Pipecat's sentence
+    # aggregation; Cartesia's ``max_buffer_delay_ms: 0``), not a token a message.
+    sentences: bool = False
 
 
 @dataclass
@@ -139,6 +149,15 @@ class TurnHeard:
     done: bool = False  # the server finished it, or refused it
     stopped: bool = False  # the caller barged in: the listener stopped hearing it
     errors: list[str] = field(default_factory=list)
+    quiet_s: list[float] = field(default_factory=list)  # each chunk's ``AudioOut.quiet_s``
+    last_text_at: float | None = None  # its last text (the end of its reply)
+    last_audio_at: float | None = None
+
+    @property
+    def longest_quiet_s(self) -> float:
+        """The longest its context sent no audio while it owed some (its first audio's wait
+        included)."""
+        return max(self.quiet_s, default=0.0)
 
     @property
     def ttfa_ms(self) -> float | None:
@@ -249,23 +268,37 @@ class Simulation:
         if not session.start(cid, StartOptions(), self.now):
             return
         at = self.now
+        sentence = ""
         for token in stream_tokens(turn.text):
-            self._at(at, lambda c=cid, t=token: self._token(index, c, t))
+            if not turn.sentences:
+                self._at(at, lambda c=cid, t=token: self._token(index, c, t))
+            else:
+                sentence += token
+                if _SENTENCE.fullmatch(sentence) and sentence.rstrip()[-1:] in ".!?":
+                    self._at(at, lambda c=cid, t=sentence: self._token(index, c, t, flush=True))
+                    sentence = ""
             at += 1.0 / turn.token_rate
+        if sentence:
+            self._at(at, lambda c=cid, t=sentence: self._token(index, c, t, flush=True))
         self._at(at, lambda c=cid: self._end(index, c))
         if turn.barge_in_after_s is not None:
             self._at(self.now, lambda c=cid, b=turn.barge_in_after_s: self._barge(index, c, b))
 
-    def _token(self, index: int, cid: str, token: str) -> None:
+    def _token(self, index: int, cid: str, token: str, flush: bool = False) -> None:
         heard = self._heard[(index, cid)]
         if heard.done:
             return
         if heard.first_token_at is None:
             heard.first_token_at = self.now
+        heard.last_text_at = self.now
         self._sessions[index].text(cid, token, self.now)
+        if flush:
+            self._sessions[index].flush(cid, self.now)
 
     def _end(self, index: int, cid: str) -> None:
-        if not self._heard[(index, cid)].done:
+        heard = self._heard[(index, cid)]
+        if not heard.done:
+            heard.last_text_at = self.now
             self._sessions[index].end(cid, self.now)
 
     def _barge(self, index: int, cid: str, after_s: float) -> None:
@@ -396,7 +429,9 @@ class Simulation:
             elif isinstance(output, SubmitSegment):
                 stream = self._streams[(index, output.serial)]
                 if not stream.cancelled:
-                    self.policy.submit(stream, output.request, self.now)
+                    events = self.policy.submit(stream, output.request, self.now)
+                    serial = output.serial
+                    self._at(self.now, lambda e=events, s=serial: self._deliver(index, s, e))
             elif isinstance(output, CloseStream):
                 stream = self._streams[(index, output.serial)]
                 events = self.policy.close_input(stream, self.now)
@@ -414,7 +449,9 @@ class Simulation:
                 heard = self._heard[(index, output.context_id)]
                 if not heard.done and output.duration_ms > 0:
                     heard.first_audio_at = heard.first_audio_at or self.now
+                    heard.last_audio_at = self.now
                     heard.player.add(self.now, output.duration_ms)
+                    heard.quiet_s.append(output.quiet_s)
             elif isinstance(output, DoneOut):
                 self._heard[(index, output.context_id)].done = True
             elif isinstance(output, ErrorOut) and output.context_id is not None:

@@ -216,6 +216,7 @@ class SessionDriver:
             if last is not None:
                 self._metrics.observe_chunk_gap(now - last)
             self._last_audio[event.context_id] = now
+            self._metrics.observe_quiet(event.quiet_s)
         elif isinstance(event, DoneOut | CancelledOut):
             self._last_audio.pop(event.context_id, None)
             if isinstance(event, DoneOut) and event.metrics.ttfa_ms is not None:

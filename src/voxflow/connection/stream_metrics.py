@@ -22,6 +22,10 @@ class StreamMetrics(Protocol):
     def observe_chunk_gap(self, gap_s: float) -> None:
         """Time between two audio chunks of one context, as they were queued to the client."""
 
+    def observe_quiet(self, quiet_s: float) -> None:
+        """How long a context sent no audio, while it owed some, before a chunk
+        (``AudioOut.quiet_s``)."""
+
     def observe_first_audio(self, protocol: str, ttfa_s: float, cached: bool | None) -> None:
         """A context's time to first audio; ``cached``: its first segment was a phrase cache hit
         (True), a miss (False), or there is no cache (None)."""

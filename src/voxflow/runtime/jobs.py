@@ -15,6 +15,7 @@ __all__ = [
     "SchedulerEvent",
     "SegmentRequest",
     "Sink",
+    "Skipped",
     "Takeover",
 ]
 
@@ -73,7 +74,8 @@ class Rendered:
     ``first``/``last``: the segment's first and last window. A takeover's first window starts
     where its speech takes over (not at frame 0) and its first ``splice_frames`` frames overlap
     the lead's last ones, to be cross-faded with them; the lead's last window then has
-    ``continues`` set. A lead that was cut before rendering anything ends with an empty window.
+    ``continues`` set. A lead cut where its rendering had got to ends with an empty window; one
+    cut before it rendered anything is ``Skipped``.
     """
 
     tag: int
@@ -89,6 +91,14 @@ class Rendered:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A lead its takeover replaced before any of it was rendered: none of it is heard, and the
+    takeover speaks the whole sentence from its start, as a segment of its own."""
+
+    tag: int
+
+
+@dataclass(frozen=True)
 class Failed:
     tag: int
     error: Exception
@@ -99,5 +109,5 @@ class Drained:
     """Input was closed and every submitted segment has been rendered."""
 
 
-SchedulerEvent = Prepared | Rendered | Failed | Drained
+SchedulerEvent = Prepared | Rendered | Skipped | Failed | Drained
 Sink = Callable[[SchedulerEvent], None]

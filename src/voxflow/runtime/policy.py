@@ -14,7 +14,11 @@ take the engines' measured costs (``tests/support/simulation``).
   in hand): what the scheduler's first-audio workers run, beside the others and above them,
   so that a new stream's first audio never waits for a worker on a busy machine.
 * ``prepared``, ``rendered`` and ``failed`` take a job's result and return the events for the
-  stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it).
+  stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it);
+  ``submit`` returns the events a new request makes due (a lead it makes needless, ``Skipped``).
+* No worker is left idle while a stream has work it may render: a job waits (its release is
+  in the future) only while its stream is ``max_lead_s`` ahead of its listener, or for a lead
+  whose takeover has not come yet, and never beyond what ``max_quiet_s`` allows.
   Each result teaches the stream's engine cost model (``voxflow.runtime.costs``) how long such a
   job takes, and how much CPU a second of audio takes, unless it came from the phrase cache.
 """
@@ -76,15 +80,18 @@ class SchedulingPolicy:
             s.lead_hold_s,
             burst_s,
             self._retired,
+            s.max_quiet_s,
         )
         self.streams[stream.id] = stream
         return stream
 
-    def submit(self, stream: StreamState, request: SegmentRequest, now: float) -> None:
+    def submit(
+        self, stream: StreamState, request: SegmentRequest, now: float
+    ) -> list[SchedulerEvent]:
+        """Queue ``request``; the events due now (a lead it makes needless is ``Skipped``)."""
         if stream.input_closed:
             raise RuntimeError("stream input is closed")
-        stream.submit(request, now)
-        self.requeue(stream, now)
+        return self.finish(stream, stream.submit(request, now), now)
 
     def close_input(self, stream: StreamState, now: float) -> list[SchedulerEvent]:
         """No more segments will come; the events due now (``Drained`` if all ran)."""
@@ -108,6 +115,9 @@ class SchedulingPolicy:
         on. A job of it already running finishes."""
         stream.held = held
         if not held and not stream.cancelled:
+            if stream.quiet_since is not None:
+                # Its client had not read what was sent: the silence since was the client's.
+                stream.quiet_since = max(stream.quiet_since, now)
             self.requeue(stream, now)
 
     def requeue(self, stream: StreamState, now: float) -> bool:
@@ -175,7 +185,7 @@ class SchedulingPolicy:
         if learn:
             stream.costs.observe_prepare(len(job.work.request.text), compute_s)
             _observe_work(stream.costs, job, compute_s, cpu_s)
-        return self.finish(stream, stream.prepared(job, utterance, compute_s, cached), now)
+        return self.finish(stream, stream.prepared(job, utterance, compute_s, now, cached), now)
 
     def rendered(
         self,

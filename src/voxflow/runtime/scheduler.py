@@ -232,7 +232,7 @@ class Scheduler:
         with self._cond:
             if stream.cancelled:
                 return
-            self._policy.submit(stream, request, self._clock())
+            self._deliver(stream, self._policy.submit(stream, request, self._clock()))
             self._served(stream)
 
     def _close_input(self, stream: StreamState) -> None:
@@ -279,7 +279,7 @@ class Scheduler:
                 if utterance is None:
                     break
                 job = stream.take(Lane.MAIN, work, now)
-                events = stream.prepared(job, utterance, 0.0, cached=True)
+                events = stream.prepared(job, utterance, 0.0, now, cached=True)
             else:
                 phrase = stage.phrase(work)
                 if (

@@ -35,6 +35,10 @@ class SchedulerSettings:
     # on a busy machine, taking a share of a core from the windows of streams with audio in hand.
     first_audio_workers: int = 1
     first_audio_nice: int = 2
+    # The longest a stream that owes audio goes without sending some, however much its listener
+    # has in hand (None: no bound): client frameworks end a context that is quiet for a while
+    # (Pipecat: 3 s) and drop what comes after. docs/protocol.md states it.
+    max_quiet_s: float | None = 1.5
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -49,6 +53,8 @@ class SchedulerSettings:
             raise ValueError("worker_nice and first_audio_nice must be within 0..19")
         if self.first_audio_workers < 0:
             raise ValueError("first_audio_workers must be >= 0")
+        if self.max_quiet_s is not None and self.max_quiet_s <= 0:
+            raise ValueError("max_quiet_s must be > 0 (or None)")
 
     @property
     def windows(self) -> WindowPolicy:

@@ -18,8 +18,19 @@ Deadlines (the scheduler runs the job with the earliest one):
 A stream waits (its *release* time is in the future) while it is more than ``max_lead_s`` ahead
 of its listener; an unpaced stream (a whole-text HTTP request) never waits for that.
 
+A stream that owes audio (it has work queued) is never quiet for long, however much its listener
+has in hand: its next job is released, and due, in time for its audio to go out within
+``max_quiet_s`` of its last audio, or of when it came to owe some (``quiet_since``). A client
+framework may take a quiet stream for a finished one (Pipecat's TTS services end a context
+after 3 s without audio and drop what comes later).
+
 A lead whose takeover is not prepared yet is rendered sparingly (``voxflow.runtime.leads`` has
-the rule and where the takeover then switches in).
+the rule and where the takeover then switches in). A lead whose takeover is queued behind it
+before any of it was rendered, while its listener holds enough audio for the takeover's own
+text stage and first window, is skipped (``Skipped``): the takeover speaks the whole sentence,
+and the lead's windows, which nobody would hear, are never rendered. So is any lead whose
+takeover is prepared before anything of it was rendered: once its listener has audio in hand, a
+takeover's text stage does not wait for its lead's first window.
 
 A work whose windows are cut from a phrase cache hit (``Work.cached``) costs no worker time: its
 first window is short (what the listener waits for is its encoding), the rest follow shortly
@@ -45,6 +56,7 @@ from voxflow.runtime.jobs import (
     SchedulerEvent,
     SegmentRequest,
     Sink,
+    Skipped,
 )
 from voxflow.runtime.leads import (
     LEAD_URGENT_S,
@@ -72,6 +84,10 @@ HIT_FIRST_FRAMES = 6
 # events, released at once, would reach the event loop ahead of the first window's encoded
 # audio (the first window holds 70 ms for the listener).
 HIT_REST_AFTER_S = 0.01
+# Of ``max_quiet_s``, what a job's audio needs after the job to reach the wire: its encoding (MP3,
+# the slowest codec, takes 40 ms for a 1.5 s window), the event loop's turn, and a job slowed by
+# the other jobs on a busy machine.
+QUIET_MARGIN_S = 0.25
 
 
 class StreamState:
@@ -89,9 +105,11 @@ class StreamState:
         lead_hold_s: float,
         burst_s: float = 0.0,
         retired: Callable[[Work], None] | None = None,
+        max_quiet_s: float | None = None,
     ) -> None:
-        """``retired``: told of each work that leaves the queue (rendered to its end, failed or
-        cancelled)."""
+        """``retired``: told of each work that leaves the queue (rendered to its end, skipped,
+        failed or cancelled); ``max_quiet_s``: the longest a stream that owes audio goes without
+        sending some (None: no bound)."""
         self.id = stream_id
         self.sink = sink
         self.paced = paced
@@ -103,6 +121,7 @@ class StreamState:
         self._lead_hold_s = lead_hold_s if costs.lead_hold_s is None else costs.lead_hold_s
         self._burst_s = burst_s
         self._retired = retired
+        self._max_quiet_s = max_quiet_s
         self.rendered_s = 0.0  # audio rendered so far, all runs
         self.works: deque[Work] = deque()
         self.busy: set[Lane] = set()
@@ -117,6 +136,9 @@ class StreamState:
         self.window = 0
         self.inflight_end: int | None = None  # end frame of the head's render job in flight
         self.finished_lead: Work | None = None  # a lead rendered to its end, for a late takeover
+        # Its last window, or when it came to owe audio after owing none: what the quiet bound
+        # counts from (None: it never owed any).
+        self.quiet_since: float | None = None
 
     # -- queue ---------------------------------------------------------------------------------
 
@@ -125,10 +147,14 @@ class StreamState:
         """The cost model of the engine this stream speaks with."""
         return self._costs
 
-    def submit(self, request: SegmentRequest, now: float) -> None:
+    def submit(self, request: SegmentRequest, now: float) -> list[SchedulerEvent]:
+        """Queue ``request``; the events due now (a lead it makes needless is ``Skipped``)."""
+        if not self.works and not self.busy:
+            self.quiet_since = now  # it owed nothing until now
         self.works.append(Work(request))
         if self.fresh_since is None and self._out_of_audio(now):
             self.fresh_since = now
+        return self._skip_needless_lead(now)
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -170,9 +196,11 @@ class StreamState:
             if head.utterance is None:
                 return None if head.preparing else head
             return head if head.next < head.end else None
-        if len(self.works) < 2 or not head.started or head.decided:
-            # A takeover's text stage waits for its lead's first window: on the time to first
-            # audio the lead has the machine to itself (and may use every core for it).
+        if len(self.works) < 2 or head.decided:
+            return None
+        if not head.started and (self.fresh_since is not None or self.playback_end() is None):
+            # On the way to first audio a takeover's text stage waits for its lead's first
+            # window: the lead has the machine to itself (and may use every core for it).
             return None
         follower = self.works[1]
         takeover = follower.request.takeover
@@ -219,7 +247,14 @@ class StreamState:
             release = max(release, end - self._lead_hold_s)
             if work.next >= self._hold_frame(work):
                 release = max(release, end - LEAD_URGENT_S)
-        return Timing(release, end - cost - 0.03)
+        deadline = end - cost - 0.03
+        if self._max_quiet_s is not None and self.quiet_since is not None:
+            if work.utterance is None:
+                # A text stage sends nothing: the window after it must fit in the bound too.
+                cost += self._costs.render_s(self._policy.later_frames)
+            quiet = self.quiet_since + self._max_quiet_s - cost - QUIET_MARGIN_S
+            release, deadline = min(release, quiet), min(deadline, quiet)
+        return Timing(release, deadline)
 
     def take(self, lane: Lane, work: Work, now: float) -> Job:
         """Start the lane's job on ``work`` (it must be ``runnable``)."""
@@ -278,7 +313,7 @@ class StreamState:
     # -- results ------------------------------------------------------------------------------
 
     def prepared(
-        self, job: Job, utterance: Utterance, compute_s: float, cached: bool = False
+        self, job: Job, utterance: Utterance, compute_s: float, now: float, cached: bool = False
     ) -> list[SchedulerEvent]:
         """``cached``: the utterance is a phrase cache hit's, whose windows are cut from it."""
         self.busy.discard(job.lane)
@@ -294,8 +329,8 @@ class StreamState:
             Prepared(work.request.tag, utterance, compute_s, cached=cached)
         ]
         if work.request.takeover is not None:
-            self._decide(work)
-        return events + self._finish_if_done()
+            events += self._decide(work)
+        return events + self._finish_if_done(now)
 
     def rendered(
         self, job: Job, audio: FloatArray, compute_s: float, now: float
@@ -311,9 +346,11 @@ class StreamState:
         if job.playback_end is not None and now > job.playback_end:
             late = now - job.playback_end
         self._played(work, start, stop, now)
+        if stop > start:
+            self.quiet_since = now
         work.next = stop
         events: list[SchedulerEvent] = [self._window(work, start, stop, audio, compute_s, late)]
-        return events + self._finish_if_done()
+        return events + self._finish_if_done(now)
 
     def failed(self, job: Job, error: Exception) -> list[SchedulerEvent]:
         self.busy.discard(job.lane)
@@ -328,23 +365,66 @@ class StreamState:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _decide(self, takeover_work: Work) -> None:
-        """Choose where ``takeover_work`` (prepared) takes over from its lead."""
+    def _skip_needless_lead(self, now: float) -> list[SchedulerEvent]:
+        """Skip the head lead when nothing of it has been rendered, its takeover is queued
+        behind it, and the listener holds enough audio for the takeover's text stage and first
+        window and ``lead_hold_s`` besides: the takeover's first audio then comes before the
+        lead would even have been released, so the lead would only be rendered to be replaced.
+        A lead with no audio in hand before it (a turn's first words) is what first audio
+        waits for, and is kept."""
+        if len(self.works) < 2 or self.inflight_end is not None:
+            return []
+        lead, follower = self.works[0], self.works[1]
+        takeover = follower.request.takeover
+        if (
+            not lead.request.lead
+            or lead.started
+            or takeover is None
+            or takeover.lead_tag != lead.request.tag
+            or follower.utterance is not None
+            or follower.preparing
+        ):
+            return []
+        end = self.playback_end()
+        if end is None or self.fresh_since is not None:
+            return []
+        first = self._costs.first_frames or self._policy.first_frames
+        need = (
+            self._costs.prepare_s(len(follower.request.text))
+            + self._costs.render_s(first)
+            + self._lead_hold_s
+        )
+        if end - now < need:
+            return []
+        return self._skip_lead()
+
+    def _skip_lead(self) -> list[SchedulerEvent]:
+        """Drop the head lead, of which nothing is rendered or being rendered (a text stage of
+        it still running is discarded when it ends)."""
+        lead = self.works.popleft()
+        self._retire(lead)
+        return [Skipped(lead.request.tag)]
+
+    def _decide(self, takeover_work: Work) -> list[SchedulerEvent]:
+        """Choose where ``takeover_work`` (prepared) takes over from its lead: from its start
+        when nothing of the lead is rendered or being rendered (the lead is ``Skipped``)."""
         takeover = takeover_work.request.takeover
         assert takeover is not None and takeover_work.utterance is not None
         lead = self.works[0] if self.works[0] is not takeover_work else None
         if lead is None or lead.request.tag != takeover.lead_tag:
             finished, self.finished_lead = self.finished_lead, None
             start_after_finished_lead(takeover_work, finished)
-            return
-        # The takeover was prepared after the lead's first window (``runnable``), so the lead
-        # has rendered something: its frames rendered or being rendered.
+            return []
+        if not lead.started and self.inflight_end is None:
+            return self._skip_lead()
         rendered = self.inflight_end if self.inflight_end is not None else lead.next
         switch_from_lead(lead, takeover_work, rendered)
+        return []
 
-    def _finish_if_done(self) -> list[SchedulerEvent]:
+    def _finish_if_done(self, now: float) -> list[SchedulerEvent]:
         """Pop finished works at the head; a work cut where it already was ends with an empty
-        last window; a work with no frames ends with one too."""
+        last window; a work with no frames ends with one too. A lead that comes to the head
+        needless is skipped."""
         events: list[SchedulerEvent] = []
         while self.works and Lane.MAIN not in self.busy:
             head = self.works[0]
@@ -356,7 +436,7 @@ class StreamState:
             self._retire(head)
             if head.request.lead and not head.decided:
                 self.finished_lead = head
-        return events
+        return events + self._skip_needless_lead(now)
 
     def _retire(self, work: Work) -> None:
         if self._retired is not None:

@@ -105,7 +105,7 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
 
     # Made before the services: refusals by the connection limits and the access checks count
     # from the first connection (``app.state.metrics.count_rejected``).
-    metrics = ServerMetrics()
+    metrics = ServerMetrics(settings.max_quiet_s)
     app.state.metrics = metrics
     # Access control and request ids (issue 11), pure ASGI; the last added runs first, so the
     # request id is set before a refusal is logged or sent.

@@ -27,6 +27,8 @@ from voxflow.runtime.cache.redis_tier import RedisTierStats
 from voxflow.runtime.scheduler_settings import SchedulerStats
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
+# Up to Pipecat's 3 s (a TTS context quiet that long is ended), around the server's 1.5 s bound.
+_QUIET_BUCKETS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0)
 
 
 class _SchedulerCollector(Collector):
@@ -134,8 +136,11 @@ def _loop_tasks() -> float:
 
 
 class ServerMetrics:
-    def __init__(self) -> None:
+    def __init__(self, max_quiet_s: float = 1.5) -> None:
+        """``max_quiet_s``: a context quiet for longer while it owes audio is counted as a
+        quiet gap (``ServerSettings.max_quiet_s``)."""
         self.registry = CollectorRegistry()
+        self._max_quiet_s = max_quiet_s
         # process_resident_memory_bytes, open file descriptors, CPU seconds: what an operator
         # (and `voxflow bench`'s memory section) watches.
         ProcessCollector(registry=self.registry)
@@ -158,6 +163,19 @@ class ServerMetrics:
             "voxflow_chunk_gap_seconds",
             "Time between consecutive audio chunks of a context",
             buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.quiet = Histogram(
+            "voxflow_quiet_seconds",
+            "How long a context sent no audio before a chunk while it owed some: since its chunk "
+            "before, or since its text made the chunk due (a first chunk: its wait)",
+            buckets=_QUIET_BUCKETS,
+            registry=self.registry,
+        )
+        self.quiet_gaps = Counter(
+            "voxflow_quiet_gaps",
+            "Chunks that came after a context owing audio had sent none for longer than the "
+            "server's bound (max_quiet_s): a framework may have ended the context meanwhile",
             registry=self.registry,
         )
         self.cancel_latency = Histogram(
@@ -231,6 +249,11 @@ class ServerMetrics:
 
     def observe_chunk_gap(self, gap_s: float) -> None:
         self.chunk_gap.observe(gap_s)
+
+    def observe_quiet(self, quiet_s: float) -> None:
+        self.quiet.observe(quiet_s)
+        if quiet_s > self._max_quiet_s:
+            self.quiet_gaps.inc()
 
     def observe_first_audio(self, protocol: str, ttfa_s: float, cached: bool | None) -> None:
         self.ttfa.labels(protocol).observe(ttfa_s)

@@ -102,12 +102,13 @@ class Services:
             SchedulerSettings(
                 workers=settings.worker_threads,
                 max_lead_s=settings.max_lead_s,
+                max_quiet_s=settings.max_quiet_s,
                 # A job alone on the machine may use every core, no more than there are.
                 wide_threads=min(SchedulerSettings.wide_threads, default_workers()),
             ),
             cache=cache,
         )
-        metrics = metrics or ServerMetrics()
+        metrics = metrics or ServerMetrics(settings.max_quiet_s)
         metrics.watch_scheduler(scheduler.stats)
         if cache is not None:
             shared = cache.shared

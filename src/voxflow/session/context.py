@@ -224,6 +224,10 @@ class Context:
         self._delivery = Delivery(options.settings.speed, options.volume, options.sentence_pause_ms)
         self._style = Style(1.0, 1.0)  # markup's factors on ``_delivery``
         self._pause_ms: float | None = None  # markup's pause before the next piece
+        # When it came to owe audio (a piece submitted while it owed none) and when its last
+        # audio went out: what each audio's ``quiet_s`` counts from.
+        self._owed_since: float | None = None
+        self._last_audio_at: float | None = None
 
     # -- text in ---------------------------------------------------------------------------------
 
@@ -399,6 +403,12 @@ class Context:
             piece.text.text, self.options.voice, settings, tag, lead=piece.lead, takeover=takeover
         )
 
+    def owes_audio(self, now: float) -> None:
+        """Pieces were submitted at ``now``: from then on it owes audio, until all of it is
+        out."""
+        if self._owed_since is None:
+            self._owed_since = now
+
     def busy_until(self) -> float:
         """Until when this context speaks (``Admission``): for ever while it has text to say or
         audio to render, then until its listener has heard all of it; a context that has said
@@ -458,6 +468,13 @@ class Context:
                 # rather than when (if ever) more text arrives; the stream stays open.
                 jobs.append(self._queue(EncodeStep.DRAIN))
         return jobs
+
+    def skipped(self, tag: int) -> None:
+        """A lead its takeover replaced before any of it was rendered: none of it is heard, and
+        the takeover starts the sentence as a segment of its own (joined to what came before
+        the lead as the lead would have been)."""
+        if self._pieces.pop(tag, None) is not None:
+            self._finished += 1
 
     def _start_piece(
         self, piece: _Piece, event: Rendered, audio: FloatArray, spf: int
@@ -565,9 +582,27 @@ class Context:
             if self.first_audio_at is None and result.samples > 0:
                 self.first_audio_at = now
                 text_end = self._first_text_end
-            out.append(AudioOut(self.id, self._seq, offset_ms, duration_ms, result.data, text_end))
+            out.append(
+                AudioOut(
+                    self.id,
+                    self._seq,
+                    offset_ms,
+                    duration_ms,
+                    result.data,
+                    text_end,
+                    self._quiet_before(now),
+                )
+            )
             self._seq += 1
+        if self.idle and not self._queued:
+            self._owed_since = None  # all it owed is out
         return out, queued.job.step is EncodeStep.FINISH
+
+    def _quiet_before(self, now: float) -> float:
+        """How long it sent no audio before ``now`` while it owed some (see ``AudioOut``)."""
+        since = [t for t in (self._owed_since, self._last_audio_at) if t is not None]
+        self._last_audio_at = now
+        return max(0.0, now - max(since)) if since else 0.0
 
     # -- read-outs -------------------------------------------------------------------------------
 

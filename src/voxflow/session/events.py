@@ -45,6 +45,9 @@ class AudioOut:
     # On a context's first audio only: how many characters of its text had arrived when its first
     # segment was cut, i.e. the text this audio waited for (what came after, it did not).
     text_end: int | None = None
+    # How long the context sent no audio before this while it owed some: since its audio before,
+    # or since its text made this audio due, whichever came later (its first audio: its wait).
+    quiet_s: float = 0.0
 
 
 @dataclass(frozen=True)

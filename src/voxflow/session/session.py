@@ -39,6 +39,7 @@ from voxflow.runtime.jobs import (
     Rendered,
     SchedulerEvent,
     SegmentRequest,
+    Skipped,
 )
 from voxflow.session.admission import Admission, Ticket, stream_slots
 from voxflow.session.context import Context, ContextOptions, ContextState
@@ -145,9 +146,9 @@ class Session:
             if options.markup is not None:
                 _check_markup(options, text, self._config)  # refused whole, before it opens
             context = self._open(context_id, options, now)
-            self._submit(context, context.add_text(text, now))
-            self._submit(context, context.end_markup(now))
-            self._submit(context, context.flush())
+            self._submit(context, context.add_text(text, now), now)
+            self._submit(context, context.end_markup(now), now)
+            self._submit(context, context.flush(), now)
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
 
@@ -189,7 +190,7 @@ class Session:
                     retryable=True,
                 )
             with _markup_errors():
-                self._submit(context, context.add_text(text, now))
+                self._submit(context, context.add_text(text, now), now)
 
     @_notifies
     def delivery(
@@ -212,7 +213,7 @@ class Session:
             if volume is not None:
                 volume = check_volume(volume)
             pause = check_pause(sentence_pause_ms)
-            self._submit(context, context.set_delivery(speed, volume, pause))
+            self._submit(context, context.set_delivery(speed, volume, pause), now)
 
     @_notifies
     def flush(self, context_id: str | None, now: float) -> None:
@@ -220,7 +221,7 @@ class Session:
         with self._errors(cid):
             context = self._get(cid)
             if context.state is ContextState.OPEN:
-                self._submit(context, context.flush())
+                self._submit(context, context.flush(), now)
 
     @_notifies
     def end(self, context_id: str | None, now: float) -> None:
@@ -230,10 +231,10 @@ class Session:
             if context.state is not ContextState.OPEN:
                 return  # ending already
             try:
-                self._submit(context, context.end_markup(now))
+                self._submit(context, context.end_markup(now), now)
             except SsmlError as error:  # reported, and the context ends all the same
                 self._outputs.append(ErrorOut(cid, "invalid_ssml", str(error)))
-            self._submit(context, context.flush())
+            self._submit(context, context.flush(), now)
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
 
@@ -305,6 +306,8 @@ class Session:
             context.prepared(event)
         elif isinstance(event, Rendered):
             self._encode(context, context.rendered(event))
+        elif isinstance(event, Skipped):
+            context.skipped(event.tag)
         elif isinstance(event, Failed):
             context.segment_failed(event.tag)
             self._outputs.append(
@@ -343,7 +346,7 @@ class Session:
         expired, and leads cut for listeners about to run out (``Context.poll``)."""
         for context in list(self._contexts.values()):
             if context.state is ContextState.OPEN:
-                self._submit(context, context.poll(now))
+                self._submit(context, context.poll(now), now)
 
     def next_deadline(self) -> float | None:
         """When ``poll`` has something to do for some context (None: nothing for now)."""
@@ -442,7 +445,9 @@ class Session:
         for serial, ticket in self._tickets.items():
             ticket.busy_until = self._by_serial[serial].busy_until()
 
-    def _submit(self, context: Context, requests: list[SegmentRequest]) -> None:
+    def _submit(self, context: Context, requests: list[SegmentRequest], now: float) -> None:
+        if requests:
+            context.owes_audio(now)
         self._outputs.extend(SubmitSegment(context.serial, request) for request in requests)
 
     def _encode(self, context: Context, jobs: list[EncodeJob]) -> None:
