@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.support.owed_audio import REPLY, assert_rendered_as_it_came
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -377,3 +379,21 @@ def test_a_barge_in_after_the_server_finished_says_what_local_means(page: Page) 
     meta = page.text_content("#cancelled-meta") or ""
     assert "local: this page worked out spoken_text itself, from the word timestamps" in meta
     assert "the server had already sent all of it" in meta
+
+
+def test_a_long_replys_audio_comes_as_it_is_rendered_not_as_it_is_played(page: Page) -> None:
+    # The reply of ``tests.support.owed_audio``, fed as LLM tokens: once its text is in, its last
+    # sentence is rendered and sent, long before the listener has played what came before it.
+    page.check("#mode-llm")
+    page.fill("#rate", "50")
+    page.fill("#text", "".join(text for _, text in REPLY))
+    page.click("#speak")
+    wait_for(
+        page,
+        "voxflowDemo.debug.utterance('u1') && voxflowDemo.debug.utterance('u1').done",
+        "the server to send all of the reply",
+        timeout_s=30,
+    )
+    chunks = [c for c in demo(page, "voxflowDemo.chunks") if c["contextId"] == "u1"]
+    assert page.evaluate("voxflowDemo.state") == "speaking"  # still playing it
+    assert_rendered_as_it_came([(c["arrival"] / 1000.0, c["durationMs"] / 1000.0) for c in chunks])

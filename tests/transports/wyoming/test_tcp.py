@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 
 import pytest
 from wyoming.event import Event
 
+from tests.support.owed_audio import REPLY, Arrivals, assert_rendered_as_it_came
 from tests.support.wyoming_client import (
     LONG_SENTENCE,
     SETTLE_S,
@@ -25,6 +27,7 @@ from tests.support.wyoming_client import (
     synthesize,
 )
 from tests.support.wyoming_messages import (
+    AudioChunk,
     Describe,
     Error,
     Info,
@@ -187,6 +190,33 @@ def test_streamed_text_gets_audio_before_synthesize_stop(services: Services) -> 
     # The duplicate synthesize was ignored: the text was spoken once, about as long as one-shot.
     _, one_shot_chunks = audio_of(one_shot)
     assert 0.7 * seconds(one_shot_chunks) < seconds(chunks) < 1.3 * seconds(one_shot_chunks)
+
+
+def test_a_streamed_replys_last_sentence_comes_when_its_text_does(services: Services) -> None:
+    # Sentences as Home Assistant streams an LLM's reply (tokens, here whole sentences at the
+    # moments an LLM would finish them): the last one goes out once its text has come, not
+    # when its listener, seconds of audio ahead, would need it (``tests.support.owed_audio``).
+    async def body(handle: WyomingServerHandle) -> Arrivals:
+        async with connect(handle) as client:
+            arrivals: Arrivals = []
+
+            async def receive() -> None:
+                while (event := await read(client)).type != "audio-stop":
+                    if event.type == "audio-chunk":
+                        arrivals.append((time.monotonic(), AudioChunk.from_event(event).seconds))
+                await read_until(client, "synthesize-stopped")
+
+            receiver = asyncio.create_task(receive())
+            await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="joe")).event())
+            start = time.monotonic()
+            for at, text in REPLY:
+                await asyncio.sleep(max(0.0, start + at - time.monotonic()))
+                await client.write_event(SynthesizeChunk(text=text).event())
+            await client.write_event(SynthesizeStop().event())
+            await receiver
+            return arrivals
+
+    assert_rendered_as_it_came(serve(services, body))
 
 
 def test_unknown_voice_is_an_error_and_the_connection_stays_usable(services: Services) -> None:
