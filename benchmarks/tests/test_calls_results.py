@@ -3,14 +3,19 @@ capacity over levels, the gaps in LLM pauses, the report and its plot."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from xml.dom import minidom
 
 import pytest
 
 from voxflow_bench.calls.level import LevelResult, ServiceLevel
+from voxflow_bench.calls.lines import Audio, Finished, LineEvent
+from voxflow_bench.calls.plan import TokenAt, TurnPlan
 from voxflow_bench.calls.report import calls_plot, format_calls
 from voxflow_bench.calls.run import CallsOptions, CallsReport, capacity
-from voxflow_bench.calls.turn import TurnResult, split_gaps
+from voxflow_bench.calls.turn import TurnResult, run_turn, split_gaps
+from voxflow_bench.corpus import Reply
 
 GOAL = ServiceLevel(ttfa_p95_ms=350.0, gap_share=0.005, refusals=0)
 
@@ -326,3 +331,73 @@ def test_the_plot_is_two_well_formed_charts(peer: bool) -> None:
     labels = set(_texts(root))
     assert "voxflow" in labels
     assert ("wyoming-piper" in labels) == peer
+
+
+def test_a_quiet_gap_counts_as_a_gapped_turn_and_breaks_the_service_level() -> None:
+    quiet = TurnResult(
+        "cartesia",
+        "booking",
+        "ok",
+        ttfa_ms=100.0,
+        audio_ms=9000.0,
+        heard_ms=9000.0,
+        quiet_gaps=1,
+        longest_quiet_ms=5200.0,
+    )
+    level = _level([_turn(), quiet])
+    assert level.turns_with_gap == 1 and level.gap_share == 0.0  # its listener never ran dry
+    assert level.quiet_gaps == 1 and level.longest_quiet_ms == 5200.0
+    assert not level.within(GOAL)
+    assert level.within(ServiceLevel(quiet_gaps=1))
+    assert level.as_dict()["quiet_gaps"] == 1
+    assert "quiet gaps" in format_calls(_report(peer=False))
+
+
+class _ReplayLine:
+    """A line whose server answers with events at given moments, already past: ``run_turn``
+    reads them as they would have come, without waiting for them."""
+
+    protocol = "native"
+
+    def __init__(self, events: list[tuple[float, float | None]]) -> None:
+        """``events``: (seconds before now, audio ms; None: the turn's end)."""
+        self._events = events
+        self._queue: asyncio.Queue[LineEvent] = asyncio.Queue()
+
+    async def begin(self, turn: str) -> tuple[float, asyncio.Queue[LineEvent]]:
+        return time.monotonic(), self._queue
+
+    async def send(self, turn: str, text: str) -> float:
+        return time.monotonic()
+
+    async def end(self, turn: str) -> float:
+        now = time.monotonic()
+        for ago, ms in self._events:
+            self._queue.put_nowait(Finished(now - ago) if ms is None else Audio(now - ago, ms))
+        return now
+
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
+        return time.monotonic()
+
+    async def close(self) -> None:
+        return None
+
+
+def _plan(pause_after: int = -1) -> TurnPlan:
+    tokens = tuple(TokenAt(0.0, t) for t in ("Sure.", " Next.", " Done."))
+    return TurnPlan(Reply("r", "c", "Sure. Next. Done."), tokens, None, 1.0, 0.0, pause_after)
+
+
+def test_a_turn_whose_audio_stops_coming_past_the_bound_has_a_quiet_gap() -> None:
+    # 20 s of audio in hand when the server goes quiet for 4 s: no underrun, but a framework
+    # would have ended the context.
+    line = _ReplayLine([(30.0, 100.0), (29.9, 20000.0), (25.9, 500.0), (25.8, None)])
+    result = asyncio.run(run_turn(line, "t", _plan()))  # type: ignore[arg-type]
+    assert result.outcome == "ok" and result.gaps == 0
+    assert result.quiet_gaps == 1 and result.longest_quiet_ms == pytest.approx(4000.0, abs=1.0)
+
+
+def test_a_turn_sent_on_time_has_no_quiet_gap() -> None:
+    line = _ReplayLine([(30.0, 100.0), (29.9, 20000.0), (29.0, 500.0), (28.9, None)])
+    result = asyncio.run(run_turn(line, "t", _plan()))  # type: ignore[arg-type]
+    assert result.quiet_gaps == 0 and result.longest_quiet_ms == pytest.approx(900.0, abs=1.0)

@@ -34,6 +34,8 @@ REPLIES = tuple(
 )
 HI_THERE = next(r for r in REPLIES if r.name == "hi-there")
 ACK_SURE = next(r for r in REPLIES if r.name == "ack-sure")
+# An opener, then a long sentence: the second sentence arrives whole behind audio in hand.
+BOOKING = next(r for r in load_corpus(bundled="calls.tsv") if r.name == "sure-booking")
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +165,17 @@ def test_a_wyoming_turn_is_heard(servers: tuple[str, str]) -> None:
     assert turn.outcome == "ok", turn
     assert turn.ttfa_ms is not None and turn.ttfa_ms > 0
     assert turn.audio_ms > 0 and turn.heard_ms == turn.audio_ms
+
+
+def test_a_turn_sent_a_sentence_at_a_time_as_pipecat_sends_it_is_heard_whole(
+    servers: tuple[str, str],
+) -> None:
+    url, _ = servers
+    plans = [_plan(BOOKING), _plan(ACK_SURE)]
+    per_sentence = asyncio.run(_turns("cartesia-sentences", url, plans))
+    per_token = asyncio.run(_turns("cartesia", url, plans))
+    for by_sentence, by_token in zip(per_sentence, per_token, strict=True):
+        assert by_sentence.protocol == "cartesia-sentences"
+        assert by_sentence.outcome == "ok", by_sentence
+        # The same speech, cut at the same sentences.
+        assert 0.8 * by_token.audio_ms < by_sentence.audio_ms < 1.25 * by_token.audio_ms

@@ -140,7 +140,8 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
     calls.add_argument(
         "--protocols",
         default=",".join(PROTOCOLS),
-        help="protocols the calls take in turn (default %(default)s)",
+        help="protocols the calls take in turn (default %(default)s; also cartesia-sentences: "
+        "Cartesia as Pipecat sends it, a sentence a request)",
     )
     calls.add_argument(
         "--burstiness", type=float, default=0.0, help="share of turns that start in lockstep"

@@ -35,6 +35,7 @@ class ServiceLevel:
     ttfa_p95_ms: float = 350.0
     gap_share: float = 0.005  # gap time per audio time heard
     refusals: int = 0
+    quiet_gaps: int = 0  # silences on the wire past the server's bound (``TurnResult``)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,17 @@ class LevelResult:
 
     @property
     def turns_with_gap(self) -> int:
-        return sum(1 for t in self.admitted if t.gaps)
+        """Turns whose listener ran dry, or whose audio stopped coming for longer than the
+        server's bound before it had all come (a quiet gap)."""
+        return sum(1 for t in self.admitted if t.gaps or t.quiet_gaps)
+
+    @property
+    def quiet_gaps(self) -> int:
+        return sum(t.quiet_gaps for t in self.admitted)
+
+    @property
+    def longest_quiet_ms(self) -> float:
+        return max((t.longest_quiet_ms for t in self.admitted), default=0.0)
 
     @property
     def heard_s(self) -> float:
@@ -108,6 +119,7 @@ class LevelResult:
             and p95 is not None
             and p95 <= goal.ttfa_p95_ms
             and self.gap_share <= goal.gap_share
+            and self.quiet_gaps <= goal.quiet_gaps
             and len(self.refused) <= goal.refusals
         )
 
@@ -131,6 +143,8 @@ class LevelResult:
             "starved_gaps": sum(t.starved_gaps for t in self.admitted),
             "starved_gap_share": r(self.starved_gap_share, 5),
             "longest_gap_ms": r(self.longest_gap_ms, 1),
+            "quiet_gaps": self.quiet_gaps,
+            "longest_quiet_ms": r(self.longest_quiet_ms, 1),
             "refusal_ms": self.refusal_ms.as_dict(),
             "heard_s": r(self.heard_s, 1),
             "audio_s": r(self.audio_s, 1),

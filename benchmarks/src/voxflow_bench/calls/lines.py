@@ -10,6 +10,11 @@ speaks each turn on a context of its own, the way Pipecat and LiveKit do:
   and ``close_context``; barge-in is ``close_context`` again (it stops at once);
 * ``cartesia``: ``/tts/websocket``, a token a request with ``continue: true``, then ``""`` with
   ``continue: false``; barge-in is ``cancel``;
+* ``cartesia-sentences`` (not in the default mix): the same socket as Pipecat's
+  ``CartesiaTTSService`` drives it by default: its sentence aggregator holds the tokens until a
+  sentence's end is confirmed by the next token, each sentence goes as one request with
+  ``max_buffer_delay_ms: 0`` (flushed at once), the rest of the reply at its end. Its first audio
+  is timed from the first token, its aggregation included, as Pipecat's users hear it;
 * ``deepgram``: ``/v1/speak``, a ``Speak`` a token, then ``Flush`` (the turn ends on
   ``Flushed``); barge-in is ``Clear`` (``Cleared``);
 * ``wyoming``: a Wyoming server (the ``--peer``): a connection a turn, ``synthesize-start``, a
@@ -50,6 +55,7 @@ from voxflow import (
 )
 
 __all__ = [
+    "LINES",
     "PROTOCOLS",
     "Audio",
     "Failed",
@@ -62,7 +68,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PROTOCOLS = ("native", "elevenlabs", "cartesia", "deepgram")
+PROTOCOLS = ("native", "elevenlabs", "cartesia", "deepgram")  # the default mix
+LINES = (*PROTOCOLS, "cartesia-sentences")  # every line the calls may take
+_SENTENCE_ENDS = (".", "!", "?")
 PCM_BYTES_PER_MS = 48.0  # 24 kHz, 16-bit, mono
 ELEVEN_VOICE = "21m00Tcm4TlvDq8ikWAM"  # any ElevenLabs voice id maps to the default voice
 CARTESIA_VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
@@ -395,6 +403,36 @@ class CartesiaLine(_JsonLine):
         return await self._send({"context_id": turn, "cancel": True})
 
 
+class CartesiaSentenceLine(CartesiaLine):
+    protocol = "cartesia-sentences"
+
+    def __init__(self, url: str, voice: str | None) -> None:
+        super().__init__(url, voice)
+        self._held: dict[str, str] = {}  # each turn's text not sent yet
+
+    def _request(self, turn: str, text: str, more: bool) -> dict[str, Any]:
+        return {**super()._request(turn, text, more), "max_buffer_delay_ms": 0}
+
+    async def send(self, turn: str, text: str) -> float:
+        held = self._held.get(turn, "")
+        if held.rstrip().endswith(_SENTENCE_ENDS) and text[:1].isspace():
+            # The token after a sentence mark confirms the sentence: it goes now.
+            self._held[turn] = text
+            return await self._send(self._request(turn, held, True))
+        self._held[turn] = held + text
+        return time.monotonic()
+
+    async def end(self, turn: str) -> float:
+        rest = self._held.pop(turn, "")
+        if rest.strip():
+            await self._send(self._request(turn, rest, True))
+        return await super().end(turn)
+
+    async def barge(self, turn: str, played_ms: float, ended: bool = False) -> float:
+        self._held.pop(turn, None)
+        return await super().barge(turn, played_ms, ended)
+
+
 class DeepgramLine(_JsonLine):
     protocol = "deepgram"
 
@@ -514,6 +552,7 @@ _LINES: dict[str, Callable[[str, str | None], Line]] = {
     "elevenlabs": ElevenLabsLine,
     "cartesia": CartesiaLine,
     "deepgram": DeepgramLine,
+    "cartesia-sentences": CartesiaSentenceLine,
 }
 
 

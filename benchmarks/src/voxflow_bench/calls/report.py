@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from voxflow_bench.calls.level import LevelResult
 from voxflow_bench.calls.run import CallsReport
+from voxflow_bench.calls.turn import QUIET_BOUND_S
 from voxflow_bench.plot import Series, scatter_svg, stack_svg
 
 __all__ = ["calls_plot", "format_calls"]
@@ -20,6 +21,8 @@ _HEADER = (
     "turns w/ gap",
     "gap/audio",
     "longest gap",
+    "quiet gaps",
+    "longest quiet",
     "in LLM pauses",
     "refusal max",
     "CPU s/audio s",
@@ -46,6 +49,8 @@ def _row(level: LevelResult, kept: bool) -> list[str]:
         f"{level.turns_with_gap} of {admitted}",
         f"{100 * level.gap_share:.2f}%",
         _ms(level.longest_gap_ms),
+        str(level.quiet_gaps),
+        _ms(level.longest_quiet_ms),
         f"{100 * level.starved_gap_share:.2f}%",
         _ms(level.refusal_ms.max, 1),
         _ms(level.cpu_per_audio_s, 3),
@@ -74,9 +79,10 @@ def format_calls(report: CallsReport) -> str:
         f"{100 * p.llm_pause_share:.0f}% of replies with a mark to pause at pause once; "
         f"burstiness {p.burstiness:g}",
         "audio played at real time from its first chunk, no client buffer; TTFA in ms from the "
-        "first token; gaps in an LLM pause (the listener had heard all the text) counted apart",
+        "first token; gaps in an LLM pause (the listener had heard all the text) counted apart; "
+        f"a quiet gap: no audio on the wire for over {QUIET_BOUND_S:g} s before a turn's end",
         f"service level: TTFA p95 <= {goal.ttfa_p95_ms:g} ms, gaps <= {100 * goal.gap_share:g}% "
-        f"of audio, at most {goal.refusals} refusals",
+        f"of audio, at most {goal.quiet_gaps} quiet gaps and {goal.refusals} refusals",
         "",
         "voxflow",
     ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from voxflow_bench.calls.level import LevelResult, ServiceLevel, run_level
-from voxflow_bench.calls.lines import PROTOCOLS, Line, open_line
+from voxflow_bench.calls.lines import LINES, PROTOCOLS, Line, open_line
 from voxflow_bench.calls.plan import CallPattern
 from voxflow_bench.calls.process import listening_pids
 from voxflow_bench.corpus import Reply
@@ -40,9 +40,9 @@ class CallsOptions:
             raise ValueError("calls levels must be >= 1")
         if self.seconds <= 0 or self.settle_s < 0:
             raise ValueError("seconds must be > 0 and settle_s >= 0")
-        unknown = set(self.protocols) - set(PROTOCOLS)
+        unknown = set(self.protocols) - set(LINES)
         if not self.protocols or unknown:
-            raise ValueError(f"protocols must be among {', '.join(PROTOCOLS)}")
+            raise ValueError(f"protocols must be among {', '.join(LINES)}")
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -53,6 +53,7 @@ class CallsOptions:
             "service_level": {
                 "ttfa_p95_ms": self.service.ttfa_p95_ms,
                 "gap_share": self.service.gap_share,
+                "quiet_gaps": self.service.quiet_gaps,
                 "refusals": self.service.refusals,
             },
             "voice": self.voice,
@@ -148,6 +149,7 @@ def _summary(level: LevelResult) -> str:
     p95 = level.ttfa_ms.p95
     return (
         f"{len(level.turns)} turns, TTFA p95 {'-' if p95 is None else f'{p95:.0f}'} ms, "
-        f"{level.turns_with_gap} with a gap ({100 * level.gap_share:.2f}% of audio), "
+        f"{level.turns_with_gap} with a gap ({100 * level.gap_share:.2f}% of audio, "
+        f"{level.quiet_gaps} quiet), "
         f"{len(level.refused)} refused, {len(level.failed)} failed"
     )

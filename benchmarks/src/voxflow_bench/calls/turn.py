@@ -10,6 +10,11 @@ from the first token's send.
 A gap that falls in a pause of the LLM (from the token before the pause until
 ``PAUSE_ALLOWANCE_S`` after the token that ends it) is the text's, not the server's: the
 listener had heard everything sent so far. It is counted apart (``starved``).
+
+The wire counts too: a turn whose audio stops coming for longer than the server's bound
+(``ServerSettings.max_quiet_s``, 1.5 s) before it has all come, from its first token to its
+end, outside an LLM pause, has a *quiet* gap, whatever its listener had in hand: a framework
+such as Pipecat ends a TTS context that is quiet for 3 s and drops what comes after.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voxflow import PlayoutBuffer
+from voxflow import PlayoutBuffer, ServerSettings
 from voxflow_bench.calls.lines import Audio, Failed, Finished, Line, LineEvent, Refused
 from voxflow_bench.calls.plan import TurnPlan
 
@@ -31,6 +37,9 @@ _BARGE_POLL_S = 0.02
 # After an LLM pause, the time the text that ends it needs to become audio: its first segment
 # (a lead: a few tokens) and that segment's first window.
 PAUSE_ALLOWANCE_S = 0.3
+
+# The longest the server lets a context that owes audio go without sending some.
+QUIET_BOUND_S = ServerSettings().max_quiet_s
 
 Span = tuple[float, float]  # (start, end), time.monotonic()
 
@@ -49,6 +58,8 @@ class TurnResult:
     longest_gap_ms: float = 0.0
     starved_gaps: int = 0  # gaps in an LLM pause: the listener had heard all the text sent
     starved_gap_ms: float = 0.0
+    quiet_gaps: int = 0  # silences on the wire longer than QUIET_BOUND_S, outside an LLM pause
+    longest_quiet_ms: float = 0.0  # the longest silence on the wire, outside an LLM pause
     refusal_ms: float | None = None  # how long the refusal took
     ended_at: float = 0.0  # its audio finished playing, or it was stopped
 
@@ -83,6 +94,7 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
     sender = asyncio.create_task(_send_tokens(line, turn, plan, sent))
     player = PlayoutBuffer(0.0)
     first_audio: float | None = None
+    arrivals: list[float] = []  # when each chunk with audio came
     outcome = "timeout"
     deadline = time.monotonic() + timeout_s
     try:
@@ -105,9 +117,11 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
             if isinstance(event, Audio):
                 if event.duration_ms > 0:
                     first_audio = first_audio or event.at
+                    arrivals.append(event.at)
                     player.add(event.at, event.duration_ms)
             elif isinstance(event, Finished):
                 outcome = "ok"
+                arrivals.append(event.at)
                 barge_ms = None if plan.barge_in_after_s is None else 1000 * plan.barge_in_after_s
                 if barge_ms is not None and player.received_ms > barge_ms:
                     # All the audio is in, but the caller speaks before it has played out: the
@@ -145,6 +159,8 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
     if 0 <= plan.pause_after < len(sent) - 1:
         pause = (sent[plan.pause_after], sent[plan.pause_after + 1] + PAUSE_ALLOWANCE_S)
     ours, starved = split_gaps(player.underrun_spans, pause)
+    quiet, _ = split_gaps(_silences(sent[:1] + arrivals), pause)
+    longest_quiet = max((b - a for a, b in quiet), default=0.0)
     return result(
         outcome,
         ttfa_ms=ttfa,
@@ -155,8 +171,16 @@ async def run_turn(line: Line, turn: str, plan: TurnPlan, timeout_s: float = 120
         longest_gap_ms=1000.0 * max((b - a for a, b in ours), default=0.0),
         starved_gaps=len(starved),
         starved_gap_ms=1000.0 * sum(b - a for a, b in starved),
+        quiet_gaps=sum(1 for a, b in quiet if b - a > QUIET_BOUND_S),
+        longest_quiet_ms=1000.0 * longest_quiet,
         ended_at=ended,
     )
+
+
+def _silences(times: Sequence[float]) -> tuple[Span, ...]:
+    """The spans between consecutive moments of ``times`` (the first token, each chunk's
+    arrival, the turn's end): when nothing came from the server."""
+    return tuple((a, b) for a, b in itertools.pairwise(times) if b > a)
 
 
 def split_gaps(
