@@ -174,6 +174,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         terminalreporter.section("observed, not asserted")
         for note in voxflow_checks.NOTES:
             terminalreporter.write_line(note)
+    quiet = voxflow_checks.LONGEST_QUIET
+    if quiet:
+        terminalreporter.section("longest quiet in a reply's audio, as the framework got it")
+        for q in quiet:
+            terminalreporter.write_line(
+                f"{q.framework:<24} {q.scenario:<28} {q.seconds * 1000:7.0f} ms  "
+                f"(between {q.between})"
+            )
     figures = voxflow_checks.FIRST_AUDIO
     if not figures:
         return

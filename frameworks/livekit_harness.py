@@ -27,6 +27,13 @@ class Turn:
     closed_at: float | None = None
     audio_after_close: int = 0
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    # When each audio frame reached the consumer and when the stream's iteration ended
+    # (time.monotonic()); the stream's events (SynthesizedAudio) that were the last of a
+    # segment (`is_final`), by their index among all `events` of the stream.
+    audio_at: list[float] = field(default_factory=list)
+    ended_at: float | None = None
+    events: int = 0
+    finals: list[int] = field(default_factory=list)
 
     @property
     def pcm(self) -> bytes:
@@ -79,6 +86,9 @@ class Reply:
         turn = self.turn
         try:
             async for event in self.stream:
+                if event.is_final:
+                    turn.finals.append(turn.events)
+                turn.events += 1
                 frame = event.frame
                 data = bytes(frame.data)
                 for word in frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []:
@@ -86,11 +96,14 @@ class Reply:
                 if not data:
                     continue
                 turn.sample_rate = frame.sample_rate
+                now = time.monotonic()
+                turn.audio_at.append(now)
                 if turn.first_audio_at is None:
-                    turn.first_audio_at = time.monotonic()
+                    turn.first_audio_at = now
                 if turn.closed_at is not None:
                     turn.audio_after_close += len(data)
                 turn.audio.append(data)
+            turn.ended_at = time.monotonic()
         finally:
             turn.done.set()
 
@@ -151,6 +164,39 @@ async def check_turn(
     if aligned:
         with c.check(f"{scenario}: aligned transcript"):
             checks.assert_word_timings(turn.words, turn.text, scenario)
+
+
+async def check_long_turn(
+    base_url: str,
+    turn: Turn,
+    c: checks.Checks,
+    framework: str,
+    scenario: str,
+    *,
+    aligned: bool,
+    word_by_word: bool,
+) -> None:
+    """A reply whose audio in hand runs past 3 s while its later sentences are still to be
+    rendered: every sentence is heard (its duration, and for a plugin that gives one its
+    aligned transcript, cover the text), the stream ends with the end of its one segment
+    (the last event `is_final`, as the plugin marks it on the server's end of the context),
+    and the audio never pauses as long as Pipecat's timeout: the WebSocket plugins' own is
+    10 s (`conn_options.timeout`, how long they wait for the server's next message), but a
+    server quiet for 3 s fails a Pipecat agent, and the same server serves both."""
+    await check_turn(base_url, turn, c, framework, scenario, aligned=aligned)
+    if aligned:
+        with c.check(f"{scenario}: every sentence timed"):
+            checks.assert_every_sentence_timed(
+                turn.words, turn.text, scenario, word_by_word=word_by_word
+            )
+    with c.check(f"{scenario}: the stream ends with its segment's end"):
+        assert turn.ended_at is not None, f"{scenario}: the stream did not end"
+        assert turn.finals == [turn.events - 1], (
+            f"{scenario}: the segment's end (is_final) came at events {turn.finals} of "
+            f"{turn.events}, not once as the last"
+        )
+    with c.check(f"{scenario}: longest quiet"):
+        checks.record_longest_quiet(framework, scenario, turn.audio_at, turn.ended_at)
 
 
 # --- the scenarios every LiveKit plugin runs (each test file names its plugin) ------------
@@ -230,6 +276,37 @@ async def scenario_barge_in(
     if socket_closed_by_next_stream:
         with c.check("server stops once the plugin closes the interrupted reply's socket"):
             await checks.assert_rendering_stops(base_url, f"barge-in {when}, socket closed")
+    _end(c, logs, framework)
+
+
+async def scenario_long_reply(
+    tts: lk_tts.TTS,
+    base_url: str,
+    logs: checks.LogCapture,
+    framework: str,
+    reply_name: str,
+    *,
+    aligned: bool,
+    word_by_word: bool = True,
+) -> None:
+    """A reply with a long sentence among short ones (`checks.LONG_SENTENCE_REPLIES`), pushed
+    as LLM tokens: its audio in hand runs past 3 s while its later sentences are still to be
+    rendered, and all of it must still come, ending with the segment's end (issue 38).
+    `word_by_word`: the plugin's aligned transcript times each word (not each sentence)."""
+    c = checks.Checks(f"{framework} long reply {reply_name}")
+    # When the server sends each sentence depends on its load: nothing of an earlier test's
+    # (a barge-in the plugin never told it of) may still render.
+    await checks.wait_server_idle(base_url)
+    turn = await reply(tts, checks.LONG_SENTENCE_REPLIES[reply_name]).finish()
+    await check_long_turn(
+        base_url,
+        turn,
+        c,
+        framework,
+        f"long reply {reply_name}",
+        aligned=aligned,
+        word_by_word=word_by_word,
+    )
     _end(c, logs, framework)
 
 

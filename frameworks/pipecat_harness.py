@@ -11,6 +11,7 @@ TTSTextFrame (word timestamps, `pts` in clock nanoseconds) and the reply's end.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ class Turn:
     interruption_passed: bool = False
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
+    # When each audio frame and the LLMFullResponseEndFrame reached the sink (time.monotonic()).
+    audio_at: list[float] = field(default_factory=list)
+    ended_at: float | None = None
 
     @property
     def pcm(self) -> bytes:
@@ -93,8 +97,10 @@ class _Sink(FrameProcessor):
         turn = self.turn
         if turn is not None and direction == FrameDirection.DOWNSTREAM:
             if isinstance(frame, TTSAudioRawFrame) and frame.audio:
+                now = time.monotonic()
+                turn.audio_at.append(now)
                 if turn.first_audio_at is None:
-                    turn.first_audio_at = time.monotonic()
+                    turn.first_audio_at = now
                 if turn.interruption_passed:
                     turn.audio_after_interruption += len(frame.audio)
                 turn.audio.append(frame.audio)
@@ -105,6 +111,7 @@ class _Sink(FrameProcessor):
             elif isinstance(frame, TTSStoppedFrame):
                 turn.stopped.set()
             elif isinstance(frame, LLMFullResponseEndFrame):
+                turn.ended_at = time.monotonic()
                 turn.ended.set()
         await self.push_frame(frame, direction)
 
@@ -212,6 +219,52 @@ async def check_turn(
             checks.assert_word_timings(turn.words, turn.text, scenario)
 
 
+# What Pipecat 1.14's TTSService logs when it gives up on an audio context that has been quiet
+# for `stop_frame_timeout_s` (3 s), and after: none of it when the server ends the context
+# itself (`done`, `isFinal`, `Flushed`, the end of an HTTP body). At TRACE and DEBUG, so only
+# a watch (`LogCapture.watch`) sees them. A TTSStoppedFrame alone does not tell the two apart
+# for every service: for one built with `push_stop_frames=True` (the HTTP ones) Pipecat pushes
+# it for a context it timed out too; the WebSocket ones push it only on the server's end.
+CONTEXT_TIMEOUT_LOGS = (
+    # tts_service._next_audio_context_item: no item for 3 s, the context is over (TRACE)
+    re.compile(r"time out on audio context"),
+    # aggregated_frame_sequencer.force_complete: text whose words the audio never reached,
+    # pushed as if spoken (DEBUG)
+    re.compile(r"force-completing slot"),
+    # tts_service.append_to_audio_context: audio after the timeout, for the turn still open
+    # (a new context) or for one already ended (dropped) (DEBUG)
+    re.compile(r"recreating audio context"),
+    re.compile(r"unable to append audio to context"),
+)
+
+
+async def check_long_turn(
+    base_url: str,
+    turn: Turn,
+    c: checks.Checks,
+    logs: checks.LogCapture,
+    framework: str,
+    scenario: str,
+    *,
+    words: bool,
+) -> None:
+    """A reply whose audio in hand runs past 3 s while its later sentences are still to be
+    rendered: every sentence is heard (its duration, and where the service reports them its
+    word timings, cover the text), the server ends the context (a TTSStoppedFrame, and none of
+    Pipecat's timeout logs), and the audio never pauses as long as Pipecat's timeout."""
+    await check_turn(base_url, turn, c, framework, scenario, words=words)
+    if words:
+        with c.check(f"{scenario}: every sentence timed"):
+            checks.assert_every_sentence_timed(turn.words, turn.text, scenario)
+    with c.check(f"{scenario}: a TTSStoppedFrame ends the turn"):
+        assert turn.stopped.is_set(), f"{scenario}: no TTSStoppedFrame reached the sink"
+    with c.check(f"{scenario}: the server ends the context, not Pipecat's 3 s timeout"):
+        logs.assert_not_watched(scenario)
+    with c.check(f"{scenario}: longest quiet"):
+        # The reply's end frame follows its audio context out, whichever way that ended.
+        checks.record_longest_quiet(framework, scenario, turn.audio_at, turn.ended_at)
+
+
 # --- the scenarios every Pipecat service runs (each test file names its service) -----------
 
 TtsFactory = Callable[[], TTSService]
@@ -272,6 +325,31 @@ async def scenario_barge_in(
             assert turn.audio_after_interruption == 0, turn.audio_after_interruption
         after = await agent.finish(await agent.reply(checks.REPLY))
         await check_turn(base_url, after, c, framework, f"after barge-in {when}", words=words)
+    _end(c, agent, logs, framework)
+
+
+async def scenario_long_reply(
+    make_tts: TtsFactory,
+    base_url: str,
+    logs: checks.LogCapture,
+    framework: str,
+    reply: str,
+    *,
+    words: bool,
+) -> None:
+    """A reply with a long sentence among short ones (`checks.LONG_SENTENCE_REPLIES[reply]`),
+    streamed as LLM tokens: its audio in hand runs past Pipecat's 3 s timeout while its later
+    sentences are still to be rendered, and all of it must still be heard (issue 38)."""
+    c = checks.Checks(f"{framework} long reply {reply}")
+    # When the server sends each sentence depends on its load: nothing of an earlier test's
+    # (a barge-in the framework never told it of) may still render.
+    await checks.wait_server_idle(base_url)
+    logs.watch(CONTEXT_TIMEOUT_LOGS)
+    async with PipecatAgent(make_tts()) as agent:
+        turn = await agent.finish(await agent.reply(checks.LONG_SENTENCE_REPLIES[reply]))
+    # Checked once the pipeline has ended, so that what Pipecat logs about audio that came
+    # after the turn's end (a timed-out context's) is in.
+    await check_long_turn(base_url, turn, c, logs, framework, f"long reply {reply}", words=words)
     _end(c, agent, logs, framework)
 
 

@@ -19,6 +19,7 @@ import aiohttp
 import livekit_harness as lk
 import pytest
 from livekit.plugins import elevenlabs
+from voxflow_checks import LONG_SENTENCE_REPLIES
 
 FRAMEWORK = "livekit elevenlabs"
 
@@ -63,3 +64,8 @@ async def test_barge_in(voxflow, tts, logs, when: str) -> None:  # type: ignore[
 
 async def test_idle_pause_between_turns(voxflow, tts, logs) -> None:  # type: ignore[no-untyped-def]
     await lk.scenario_idle_pause(tts, voxflow.http_url, logs, FRAMEWORK, aligned=True)
+
+
+@pytest.mark.parametrize("reply", list(LONG_SENTENCE_REPLIES))
+async def test_long_reply(voxflow, tts, logs, reply: str) -> None:  # type: ignore[no-untyped-def]
+    await lk.scenario_long_reply(tts, voxflow.http_url, logs, FRAMEWORK, reply, aligned=True)

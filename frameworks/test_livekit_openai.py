@@ -17,6 +17,7 @@ import livekit_harness as lk
 import pytest
 from livekit.agents import tts as lk_tts
 from livekit.plugins import openai
+from voxflow_checks import LONG_SENTENCE_REPLIES
 
 FRAMEWORK = "livekit openai"
 
@@ -53,3 +54,11 @@ async def test_barge_in(voxflow, tts, logs, when: str) -> None:  # type: ignore[
 
 async def test_idle_pause_between_turns(voxflow, tts, logs) -> None:  # type: ignore[no-untyped-def]
     await lk.scenario_idle_pause(tts, voxflow.http_url, logs, FRAMEWORK, aligned=True)
+
+
+@pytest.mark.parametrize("reply", list(LONG_SENTENCE_REPLIES))
+async def test_long_reply(voxflow, tts, logs, reply: str) -> None:  # type: ignore[no-untyped-def]
+    # The adapter's aligned transcript is one entry per sentence.
+    await lk.scenario_long_reply(
+        tts, voxflow.http_url, logs, FRAMEWORK, reply, aligned=True, word_by_word=False
+    )

@@ -22,9 +22,11 @@ from pipecat.services.cartesia.tts import CartesiaHttpTTSService, CartesiaTTSSer
 from pipecat_harness import (
     scenario_barge_in,
     scenario_idle_pause,
+    scenario_long_reply,
     scenario_one_reply,
     scenario_reply_then_next_turn,
 )
+from voxflow_checks import LONG_SENTENCE_REPLIES
 
 FRAMEWORK = "pipecat cartesia"
 FRAMEWORK_HTTP = "pipecat cartesia http"
@@ -75,3 +77,10 @@ async def test_http_reply(voxflow, logs, aiohttp_session) -> None:  # type: igno
         settings=CartesiaHttpTTSService.Settings(voice=VOICE),
     )
     await scenario_one_reply(tts, voxflow.http_url, logs, FRAMEWORK_HTTP)
+
+
+@pytest.mark.parametrize("reply", list(LONG_SENTENCE_REPLIES))
+async def test_long_reply(voxflow, logs, reply: str) -> None:  # type: ignore[no-untyped-def]
+    await scenario_long_reply(
+        lambda: make_tts(voxflow), voxflow.http_url, logs, FRAMEWORK, reply, words=True
+    )

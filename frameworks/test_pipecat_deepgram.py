@@ -20,9 +20,11 @@ from pipecat.services.deepgram.tts import DeepgramHttpTTSService, DeepgramTTSSer
 from pipecat_harness import (
     scenario_barge_in,
     scenario_idle_pause,
+    scenario_long_reply,
     scenario_one_reply,
     scenario_reply_then_next_turn,
 )
+from voxflow_checks import LONG_SENTENCE_REPLIES
 
 FRAMEWORK = "pipecat deepgram"
 FRAMEWORK_HTTP = "pipecat deepgram http"
@@ -55,6 +57,13 @@ async def test_barge_in(voxflow, logs, when: str) -> None:  # type: ignore[no-un
 async def test_idle_pause_between_turns(voxflow, logs) -> None:  # type: ignore[no-untyped-def]
     await scenario_idle_pause(
         lambda: make_tts(voxflow), voxflow.http_url, logs, FRAMEWORK, words=False
+    )
+
+
+@pytest.mark.parametrize("reply", list(LONG_SENTENCE_REPLIES))
+async def test_long_reply(voxflow, logs, reply: str) -> None:  # type: ignore[no-untyped-def]
+    await scenario_long_reply(
+        lambda: make_tts(voxflow), voxflow.http_url, logs, FRAMEWORK, reply, words=False
     )
 
 

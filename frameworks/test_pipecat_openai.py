@@ -16,8 +16,10 @@ from pipecat.services.openai.tts import OpenAITTSService
 from pipecat_harness import (
     scenario_barge_in,
     scenario_idle_pause,
+    scenario_long_reply,
     scenario_reply_then_next_turn,
 )
+from voxflow_checks import LONG_SENTENCE_REPLIES
 
 FRAMEWORK = "pipecat openai"
 
@@ -53,4 +55,16 @@ async def test_barge_in(voxflow, logs, http_client, when: str) -> None:  # type:
 async def test_idle_pause_between_turns(voxflow, logs, http_client) -> None:  # type: ignore[no-untyped-def]
     await scenario_idle_pause(
         lambda: make_tts(voxflow, http_client), voxflow.http_url, logs, FRAMEWORK, words=False
+    )
+
+
+@pytest.mark.parametrize("reply", list(LONG_SENTENCE_REPLIES))
+async def test_long_reply(voxflow, logs, http_client, reply: str) -> None:  # type: ignore[no-untyped-def]
+    await scenario_long_reply(
+        lambda: make_tts(voxflow, http_client),
+        voxflow.http_url,
+        logs,
+        FRAMEWORK,
+        reply,
+        words=False,
     )
