@@ -16,11 +16,12 @@ take the engines' measured costs (``tests/support/simulation``).
 * ``prepared``, ``rendered`` and ``failed`` take a job's result and return the events for the
   stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it);
   ``submit`` returns the events a new request makes due (a lead it makes needless, ``Skipped``).
-* No worker is left idle while a stream has work it may render: a job waits (its release is
-  in the future) only while its stream is ``max_lead_s`` ahead of its listener, or for a lead
-  whose takeover has not come yet, and never beyond what ``max_quiet_s`` allows.
   Each result teaches the stream's engine cost model (``voxflow.runtime.costs``) how long such a
   job takes, and how much CPU a second of audio takes, unless it came from the phrase cache.
+* No worker is left idle while a stream has work it may render: a job waits (its release is
+  in the future) only while its stream is ``max_lead_s`` ahead of its listener, for a lead
+  whose takeover has not come yet, or for the 10 ms after a phrase cache hit's first window
+  (``voxflow.runtime.stream``), and never beyond what ``max_quiet_s`` allows.
 """
 
 from __future__ import annotations

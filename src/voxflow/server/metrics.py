@@ -22,6 +22,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from voxflow.config import ServerSettings
 from voxflow.runtime.cache.phrase_cache import CacheStats, Tier
 from voxflow.runtime.cache.redis_tier import RedisTierStats
 from voxflow.runtime.scheduler_settings import SchedulerStats
@@ -136,7 +137,7 @@ def _loop_tasks() -> float:
 
 
 class ServerMetrics:
-    def __init__(self, max_quiet_s: float = 1.5) -> None:
+    def __init__(self, max_quiet_s: float = ServerSettings.max_quiet_s) -> None:
         """``max_quiet_s``: a context quiet for longer while it owes audio is counted as a
         quiet gap (``ServerSettings.max_quiet_s``)."""
         self.registry = CollectorRegistry()
