@@ -351,6 +351,9 @@ def test_a_quiet_gap_counts_as_a_gapped_turn_and_breaks_the_service_level() -> N
     assert level.within(ServiceLevel(quiet_gaps=1))
     assert level.as_dict()["quiet_gaps"] == 1
     assert "quiet gaps" in format_calls(_report(peer=False))
+    assert level.as_dict()["quiet_turns"] == [
+        {"reply": "booking", "protocol": "cartesia", "quiet_ms": 5200.0}
+    ]
 
 
 class _ReplayLine:

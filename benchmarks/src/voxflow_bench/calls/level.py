@@ -159,6 +159,10 @@ class LevelResult:
                 ).as_dict()
                 for protocol in sorted({t.protocol for t in self.admitted})
             },
+            "quiet_turns": [
+                {"reply": t.reply, "protocol": t.protocol, "quiet_ms": round(t.longest_quiet_ms, 1)}
+                for t in self.quiet_turns()
+            ],
             "worst_gaps": [
                 {"reply": t.reply, "protocol": t.protocol, "gap_ms": round(t.longest_gap_ms, 1)}
                 for t in self.worst_gaps()
@@ -169,6 +173,13 @@ class LevelResult:
         """The turns with the longest gaps, longest first."""
         gapped = sorted((t for t in self.admitted if t.gaps), key=lambda t: -t.longest_gap_ms)
         return tuple(gapped[:count])
+
+    def quiet_turns(self) -> tuple[TurnResult, ...]:
+        """The turns with a quiet gap, the longest silence first."""
+        quiet = sorted(
+            (t for t in self.admitted if t.quiet_gaps), key=lambda t: -t.longest_quiet_ms
+        )
+        return tuple(quiet)
 
 
 async def _call(

@@ -99,6 +99,13 @@ def format_calls(report: CallsReport) -> str:
     ]
     if worst:
         lines += ["", "longest voxflow gaps: " + ", ".join(worst[:8])]
+    quiet = [
+        f"{t.reply} ({t.protocol}, {t.longest_quiet_ms:.0f} ms at {level.calls} calls)"
+        for level in report.voxflow
+        for t in level.quiet_turns()
+    ]
+    if quiet:
+        lines += ["", "voxflow quiet gaps: " + ", ".join(quiet[:8])]
     return "\n".join(lines)
 
 
