@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from voxflow_bench.calls.level import LevelResult
 from voxflow_bench.calls.run import CallsReport
-from voxflow_bench.calls.turn import QUIET_BOUND_S
+from voxflow_bench.calls.turn import QUIET_BOUND_S, TurnResult
 from voxflow_bench.plot import Series, scatter_svg, stack_svg
 
 __all__ = ["calls_plot", "format_calls"]
@@ -92,21 +92,25 @@ def format_calls(report: CallsReport) -> str:
         lines += ["", "peer"]
         lines += _table([_row(level, level.within(goal)) for level in report.peer_levels])
         lines.append(f"  capacity: {_ms(report.peer_capacity)} calls")
-    worst = [
-        f"{t.reply} ({t.protocol}, {t.longest_gap_ms:.0f} ms at {level.calls} calls)"
-        for level in report.voxflow
-        for t in level.worst_gaps()
-    ]
-    if worst:
-        lines += ["", "longest voxflow gaps: " + ", ".join(worst[:8])]
-    quiet = [
-        f"{t.reply} ({t.protocol}, {t.longest_quiet_ms:.0f} ms at {level.calls} calls)"
-        for level in report.voxflow
-        for t in level.quiet_turns()
-    ]
+    gaps = _named(report, LevelResult.worst_gaps, "longest_gap_ms")
+    if gaps:
+        lines += ["", "longest voxflow gaps: " + ", ".join(gaps[:8])]
+    quiet = _named(report, LevelResult.quiet_turns, "longest_quiet_ms")
     if quiet:
         lines += ["", "voxflow quiet gaps: " + ", ".join(quiet[:8])]
     return "\n".join(lines)
+
+
+def _named(
+    report: CallsReport, turns_of: Callable[[LevelResult], Sequence[TurnResult]], figure: str
+) -> list[str]:
+    """Each of voxflow's levels' turns that ``turns_of`` picks, named with its ``figure`` (a
+    duration in ms of ``TurnResult``)."""
+    return [
+        f"{t.reply} ({t.protocol}, {getattr(t, figure):.0f} ms at {level.calls} calls)"
+        for level in report.voxflow
+        for t in turns_of(level)
+    ]
 
 
 def _series(label: str, levels: Sequence[LevelResult], value: str) -> Series:
