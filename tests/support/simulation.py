@@ -122,11 +122,6 @@ class SimEngine:
         return audio
 
 
-# A sentence as a framework's sentence aggregator cuts it: up to its final mark and the spaces
-# after it.
-_SENTENCE = re.compile(r".*?[.!?]+(?:\s+|$)|.+$", re.DOTALL)
-
-
 @dataclass(frozen=True)
 class Turn:
     text: str
@@ -274,7 +269,7 @@ class Simulation:
                 self._at(at, lambda c=cid, t=token: self._token(index, c, t))
             else:
                 sentence += token
-                if _SENTENCE.fullmatch(sentence) and sentence.rstrip()[-1:] in ".!?":
+                if sentence.rstrip().endswith((".", "!", "?")):
                     self._at(at, lambda c=cid, t=sentence: self._token(index, c, t, flush=True))
                     sentence = ""
             at += 1.0 / turn.token_rate

@@ -149,7 +149,7 @@ class StreamState:
 
     def submit(self, request: SegmentRequest, now: float) -> list[SchedulerEvent]:
         """Queue ``request``; the events due now (a lead it makes needless is ``Skipped``)."""
-        if not self.works and not self.busy:
+        if not self.works:
             self.quiet_since = now  # it owed nothing until now
         self.works.append(Work(request))
         if self.fresh_since is None and self._out_of_audio(now):
@@ -372,13 +372,13 @@ class StreamState:
         lead would even have been released, so the lead would only be rendered to be replaced.
         A lead with no audio in hand before it (a turn's first words) is what first audio
         waits for, and is kept."""
-        if len(self.works) < 2 or self.inflight_end is not None:
+        if len(self.works) < 2:
             return []
         lead, follower = self.works[0], self.works[1]
         takeover = follower.request.takeover
         if (
             not lead.request.lead
-            or lead.started
+            or not self._untouched(lead)
             or takeover is None
             or takeover.lead_tag != lead.request.tag
             or follower.utterance is not None
@@ -398,6 +398,11 @@ class StreamState:
             return []
         return self._skip_lead()
 
+    def _untouched(self, lead: Work) -> bool:
+        """Whether nothing of ``lead``, the head, is rendered or being rendered (its text stage
+        may be running)."""
+        return not lead.started and self.inflight_end is None
+
     def _skip_lead(self) -> list[SchedulerEvent]:
         """Drop the head lead, of which nothing is rendered or being rendered (a text stage of
         it still running is discarded when it ends)."""
@@ -415,7 +420,7 @@ class StreamState:
             finished, self.finished_lead = self.finished_lead, None
             start_after_finished_lead(takeover_work, finished)
             return []
-        if not lead.started and self.inflight_end is None:
+        if self._untouched(lead):
             return self._skip_lead()
         rendered = self.inflight_end if self.inflight_end is not None else lead.next
         switch_from_lead(lead, takeover_work, rendered)

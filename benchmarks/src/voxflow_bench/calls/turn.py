@@ -39,7 +39,7 @@ _BARGE_POLL_S = 0.02
 PAUSE_ALLOWANCE_S = 0.3
 
 # The longest the server lets a context that owes audio go without sending some.
-QUIET_BOUND_S = ServerSettings().max_quiet_s
+QUIET_BOUND_S = ServerSettings.max_quiet_s
 
 Span = tuple[float, float]  # (start, end), time.monotonic()
 
