@@ -58,20 +58,54 @@ def test_compose_runs_two_replicas_redis_and_nginx() -> None:
     assert {(host, int(port)) for host, port in upstreams} == {(r, PORT) for r in replicas}
 
 
+def _directives(block: str) -> dict[str, str]:
+    """A block's simple directives (name to arguments), the nested blocks left out."""
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    return {
+        line.split(None, 1)[0]: line.split(None, 1)[1].rstrip(";")
+        for line in lines
+        if line.endswith(";") and not line.startswith(("proxy_set_header", "error_page"))
+    }
+
+
+def _blocks(text: str, kind: str) -> dict[str, str]:
+    """The bodies of the ``kind`` blocks (location, upstream) by name."""
+    return dict(re.findall(rf"^\s*{kind} (\S+) {{\n(.*?)^\s*}}", text, re.MULTILINE | re.DOTALL))
+
+
 def test_nginx_passes_websocket_upgrades_and_retries_refusals() -> None:
     proxy = (NGINX_DIR / "voxflow-proxy.conf").read_text()
-    directives = {
-        line.split(None, 1)[0]: line.split(None, 1)[1].rstrip(";")
-        for line in proxy.splitlines()
-        if line.strip() and not line.startswith("#") and not line.startswith("proxy_set_header")
-    }
+    conf = (NGINX_DIR / "nginx.conf").read_text()
+    locations = _blocks(proxy, "location")
+    top = _directives(re.sub(r"^location .*?^}", "", proxy, flags=re.MULTILINE | re.DOTALL))
     headers = dict(re.findall(r"^proxy_set_header (\S+) (\S+);", proxy, re.MULTILINE))
     assert headers["Upgrade"] == "$http_upgrade"
     assert headers["Connection"] == "$connection_upgrade"
-    assert directives["proxy_http_version"] == "1.1"
-    assert directives["proxy_buffering"] == "off"
-    assert {"error", "http_503", "non_idempotent"} <= set(directives["proxy_next_upstream"].split())
-    assert "map $http_upgrade $connection_upgrade" in (NGINX_DIR / "nginx.conf").read_text()
+    assert top["proxy_http_version"] == "1.1"
+    assert top["proxy_buffering"] == "off"
+    assert "map $http_upgrade $connection_upgrade" in conf
+    # A stopped or draining replica is skipped and counted as failed; a full one's 429 is not
+    # a failure (it would take the replica out, and with none left the client would get
+    # 502): it is intercepted and the call tried on every replica of an upstream that counts
+    # no failure, whose last 429 reaches the client.
+    main = _directives(locations["/"])
+    assert main["proxy_pass"] == "http://voxflow"
+    assert {"error", "http_503", "non_idempotent"} <= set(main["proxy_next_upstream"].split())
+    assert "http_429" not in main["proxy_next_upstream"]
+    assert main["proxy_intercept_errors"] == "on"
+    assert re.search(r"^\s*error_page 429 = @voxflow_full;", locations["/"], re.MULTILINE)
+    full = _directives(locations["@voxflow_full"])
+    assert full["proxy_pass"] == "http://voxflow_retry"
+    assert {"http_429", "http_503", "non_idempotent"} <= set(full["proxy_next_upstream"].split())
+    upstreams = {name: _directives(body) for name, body in _blocks(conf, "upstream").items()}
+    servers = {
+        name: re.findall(r"^\s*server (\S+)(.*);", body, re.MULTILINE)
+        for name, body in _blocks(conf, "upstream").items()
+    }
+    assert upstreams.keys() == {"voxflow", "voxflow_retry"}
+    assert {s for s, _ in servers["voxflow"]} == {s for s, _ in servers["voxflow_retry"]}
+    assert all("max_fails=0" in params for _, params in servers["voxflow_retry"])
+    assert not any("max_fails=0" in params for _, params in servers["voxflow"])
 
 
 def _nginx_test(config: Path) -> subprocess.CompletedProcess[str]:
@@ -106,7 +140,7 @@ def test_nginx_accepts_the_configuration(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "test is successful" in result.stderr
     # And it does check: a broken proxy setting fails it.
-    broken = path.read_text().replace("location / {", "location / {\n proxy_buffering maybe;")
+    broken = re.sub(r"(listen [^;]*;)", r"\1\n proxy_buffering maybe;", path.read_text())
     path.write_text(broken)
     result = _nginx_test(path)
     assert result.returncode != 0 and "proxy_buffering" in result.stderr

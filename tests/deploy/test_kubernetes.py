@@ -165,10 +165,11 @@ def test_the_probes_ask_voxflow_routes_on_its_port() -> None:
         name: container[name]["httpGet"]
         for name in ("startupProbe", "livenessProbe", "readinessProbe")
     }
-    assert probes["readinessProbe"]["path"] == "/readyz"
+    # A full pod stays in the Service, to answer new calls with 429 and Retry-After.
+    assert probes["readinessProbe"]["path"] == "/readyz?saturated=ok"
     assert probes["livenessProbe"]["path"] == "/healthz"
     for probe in probes.values():
-        assert probe["path"] in routes
+        assert probe["path"].partition("?")[0] in routes
         assert probe["port"] == port["name"]
     service = _kind("Service")
     assert service["spec"]["ports"][0]["targetPort"] == port["name"]

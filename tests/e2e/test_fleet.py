@@ -7,13 +7,21 @@ one replica while a stream runs on it: new sessions go to the other with no fail
 request or handshake that nginx still sends to the draining replica gets its 503 and is sent on
 to the other), and the stream on the stopped replica ends with the drain message
 (``shutting_down``, close 1012), which nginx passes through. With a shared phrase cache in a real
-Redis, a phrase rendered through one replica is a Redis hit on the other."""
+Redis, a phrase rendered through one replica is a Redis hit on the other.
+
+nginx runs ``deploy/nginx/nginx.conf`` itself, its replicas moved to this machine's ports. With
+replicas that admit one stream each: a call that every replica refuses reaches the client as a
+replica's own 429 with Retry-After (an HTTP request and a WebSocket handshake alike), never a
+502; a full replica is skipped, and serves the next call as soon as it is free again (a 429 takes
+no replica out of the rotation); a draining replica beside a full one still gives 429, and with
+every replica draining the client gets their 503."""
 
 from __future__ import annotations
 
 import contextlib
 import getpass
 import json
+import re
 import shutil
 import signal
 import socket
@@ -21,13 +29,13 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from tests.support.redis_server import redis_server
@@ -35,10 +43,12 @@ from tests.support.serve_process import serve_processes
 from tests.support.servers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
+NGINX_CONF = REPO / "deploy" / "nginx" / "nginx.conf"
 PROXY_CONF = REPO / "deploy" / "nginx" / "voxflow-proxy.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-# The test's nginx names the replica(s) it tried for each answer: "127.0.0.1:P" or, when the
-# first one refused, "127.0.0.1:P1, 127.0.0.1:P2".
+# The test's nginx names the replica(s) it tried for each answer it passes on: "127.0.0.1:P";
+# "127.0.0.1:P1, 127.0.0.1:P2" when the first one refused; a " : " before the tries of a
+# retry location (voxflow-proxy.conf's @voxflow_full). nginx's own answers have no such header.
 UPSTREAM = "x-voxflow-upstream"
 DRAIN_S = 3.0
 SETTLE_S = 60.0  # a bound against a hang, far above what any step needs on a busy machine
@@ -82,42 +92,37 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(30)
 
 
+def _replace(text: str, old: str, new: str) -> str:
+    assert old in text, f"{old!r} is no longer in {NGINX_CONF}"
+    return text.replace(old, new)
+
+
 def nginx_config(prefix: Path, port: int, replicas: Sequence[int]) -> str:
-    """A whole nginx configuration: this test's upstreams and paths around the deployment's
-    proxy settings, run as the current user with everything under ``prefix``."""
-    servers = "\n".join(
-        f"        server 127.0.0.1:{replica} max_fails=1 fail_timeout=30s;" for replica in replicas
+    """deploy/nginx/nginx.conf as Compose runs it, but with its replicas (``voxflow-N:8000``)
+    on ``replicas``' ports here, listening on ``port``, every file under ``prefix``, and each
+    answer naming the replicas nginx tried."""
+    config = NGINX_CONF.read_text()
+    named = {int(n) for n in re.findall(r"\bvoxflow-(\d+):8000\b", config)}
+    assert named == set(range(1, len(replicas) + 1)), named
+    config = re.sub(
+        r"\bvoxflow-(\d+):8000\b",
+        lambda match: f"127.0.0.1:{replicas[int(match.group(1)) - 1]}",
+        config,
     )
-    temp = "\n".join(
-        f"    {kind}_temp_path {prefix / kind};"
+    config = _replace(config, "listen 8080;", f"listen 127.0.0.1:{port};")
+    config = _replace(
+        config,
+        "include /etc/nginx/voxflow-proxy.conf;",
+        f"add_header {UPSTREAM} $upstream_addr always;\n        include {PROXY_CONF};",
+    )
+    temp = "".join(
+        f"    {kind}_temp_path {prefix / kind};\n"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
-    return f"""
-user {getpass.getuser()};
-worker_processes 1;
-pid {prefix / "nginx.pid"};
-error_log stderr warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-{temp}
-    map $http_upgrade $connection_upgrade {{
-        default upgrade;
-        ""      "";
-    }}
-    upstream voxflow {{
-{servers}
-        keepalive 8;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            include {PROXY_CONF};
-            add_header {UPSTREAM} $upstream_addr always;
-        }}
-    }}
-}}
-"""
+    config = _replace(config, "http {\n", "http {\n" + temp)
+    return (
+        f"user {getpass.getuser()};\npid {prefix / 'nginx.pid'};\nerror_log stderr warn;\n{config}"
+    )
 
 
 @contextlib.contextmanager
@@ -162,9 +167,11 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet(tmp_path: Path, replica_args: Sequence[str] = ()) -> Iterator[Fleet]:
+def fleet(
+    tmp_path: Path, replica_args: Sequence[str] = (), replica_env: Mapping[str, str] | None = None
+) -> Iterator[Fleet]:
     """Two ``voxflow serve`` replicas (one synthesis worker each: two cores for two
-    processes) and nginx in front of them."""
+    processes) and nginx in front of them; ``replica_env`` over the variables below."""
     env = {
         "VOXFLOW_DRAIN_S": str(DRAIN_S),
         # Room for every stream of the tests on one replica (the default cap is 1 per worker).
@@ -175,6 +182,7 @@ def fleet(tmp_path: Path, replica_args: Sequence[str] = ()) -> Iterator[Fleet]:
         # one was refused (429), and nginx, which had marked the draining replica failed, had
         # nowhere else to send it.
         "VOXFLOW_MAX_LOAD": "0",
+        **(replica_env or {}),
     }
     args = ["--workers", "1", *replica_args]
     with serve_processes(2, env, args) as served:
@@ -243,6 +251,112 @@ def _ready(replica: Replica) -> int:
             return int(answer.status)
     except urllib.error.HTTPError as error:
         return int(error.code)
+
+
+def _readiness(replica: Replica) -> str:
+    """``/readyz``'s status: ready, saturated (a new stream would be refused), draining...;
+    "gone" once the replica no longer listens (its drain over)."""
+    try:
+        with urllib.request.urlopen(f"http://{replica.address}/readyz", timeout=5) as answer:
+            return str(json.load(answer)["status"])
+    except urllib.error.HTTPError as error:
+        with error:
+            return str(json.load(error)["status"])
+    except OSError:  # refused, or cut off as the listener closes
+        return "unreachable" if replica.process.poll() is None else "gone"
+
+
+@contextlib.contextmanager
+def _full(replica: Replica) -> Iterator[None]:
+    """``replica``, which admits one stream, kept full: a native stream on it, straight to its
+    port, whose context stays open (flushed, never ended). Free again once left."""
+    with connect(f"ws://{replica.address}/v1/stream") as ws:
+        _start(ws, SHORT, end=False)
+        _frames(ws, lambda f: f["type"] == "audio")  # admitted
+        _until(lambda: _readiness(replica) != "ready", "the replica did not fill up")
+        yield
+    _until(lambda: _readiness(replica) in ("ready", "draining", "gone"), "it stayed full")
+
+
+def _free(replica: Replica) -> None:
+    """Wait until ``replica`` would admit a stream: a call it served may hold its one slot for a
+    moment after the answer (until the server has seen the end of it)."""
+    _until(lambda: _readiness(replica) == "ready", "the replica stayed full")
+
+
+def _tried(upstream: str) -> list[str]:
+    """The replicas an answer's header names, in the order nginx tried them."""
+    return re.split(r", | : ", upstream) if upstream else []
+
+
+@dataclass
+class Answer:
+    """What the client got: the status (101: the WebSocket opened), headers and body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def served_by(self) -> str:
+        """The replica that answered (the last one nginx tried)."""
+        return _tried(self.headers.get(UPSTREAM, ""))[-1]
+
+    def error(self) -> dict[str, object]:
+        """The refusal's JSON body, after the checks every refusal passes: JSON, a Retry-After
+        of whole seconds where the protocol sends one."""
+        assert self.headers["content-type"].startswith("application/json"), self.headers
+        body = json.loads(self.body)
+        assert isinstance(body, dict), body
+        return body
+
+
+# The one WebSocket that a full replica refuses at its handshake (429); the others open and
+# refuse the stream on the socket, past where nginx could send it elsewhere.
+DEEPGRAM = "/v1/speak"
+
+
+def _post(client: httpx.Client, port: int) -> Answer:
+    """``_speech``'s request, its answer whole."""
+    response = client.post(
+        f"http://127.0.0.1:{port}/v1/audio/speech",
+        json={"model": "tts-1", "voice": "alloy", "input": SHORT, "response_format": "pcm"},
+    )
+    return Answer(response.status_code, response.headers, response.content)
+
+
+def _handshake(port: int, path: str) -> Answer:
+    """A WebSocket handshake through nginx: opened (101; Deepgram's first message read, then
+    closed) or refused."""
+    try:
+        with connect(f"ws://127.0.0.1:{port}{path}") as ws:
+            assert ws.response is not None
+            if path == DEEPGRAM:  # the socket works, whichever location passed it on
+                assert json.loads(ws.recv(timeout=SETTLE_S))["type"] == "Metadata"
+            return Answer(101, ws.response.headers, b"")
+    except InvalidStatus as refused:
+        response = refused.response
+        return Answer(response.status_code, response.headers, bytes(response.body))
+
+
+def _assert_full(answer: Answer, shape: str | None = None) -> None:
+    """429 with Retry-After and a JSON error that says "full": a replica's own, in the shape of
+    its protocol ("openai", "deepgram"), or nginx's when none is named (``shape``: the one
+    expected; None: either)."""
+    assert answer.status == 429, answer
+    assert int(answer.headers["retry-after"]) >= 1
+    body = answer.error()
+    own = UPSTREAM in answer.headers
+    if shape is not None:
+        assert own, answer  # passed on from a replica
+    if not own:  # voxflow-proxy.conf's @voxflow_saturated
+        assert body["error"]["code"] == "concurrency_limited", body  # type: ignore[index]
+    elif "err_code" in body:  # Deepgram's REST error object
+        assert shape in (None, "deepgram") and body["err_code"] == "TOO_MANY_REQUESTS", body
+    else:
+        assert shape in (None, "openai"), body
+        assert body["error"]["type"] == "rate_limit_error", body  # type: ignore[index]
+        assert body["error"]["code"] == "concurrency_limited", body  # type: ignore[index]
 
 
 # -- the tests ----------------------------------------------------------------------------
@@ -330,3 +444,91 @@ def test_a_phrase_rendered_through_one_replica_is_a_redis_hit_on_the_other(
         assert heard[0] == heard[1]
         assert _metric(other.address, 'voxflow_cache_hits_total{tier="shared"}') >= 1
         assert _metric(rendered_on.address, 'voxflow_cache_hits_total{tier="memory"}') >= 1
+
+
+# Each replica admits one stream, so one held stream fills it; the drain outlasts the test.
+ONE_STREAM = {"VOXFLOW_MAX_STREAMS": "1", "VOXFLOW_DRAIN_S": "60"}
+
+
+def test_a_call_every_replica_refuses_gets_their_429_with_retry_after_never_502(
+    tmp_path: Path,
+) -> None:
+    with (
+        fleet(tmp_path, replica_env=ONE_STREAM) as served,
+        httpx.Client(timeout=SETTLE_S) as client,
+    ):
+        first, second = served.replicas
+        both = {first.address, second.address}
+        with _full(first):
+            with _full(second):
+                # Refused by one, sent to the other, refused there too: the last one's own 429.
+                for _ in range(2):
+                    answer = _post(client, served.port)
+                    _assert_full(answer, "openai")
+                    assert set(_tried(answer.headers[UPSTREAM])) == both, answer
+                    refused = _handshake(served.port, DEEPGRAM)
+                    _assert_full(refused, "deepgram")
+                    assert refused.headers["dg-error"], refused
+            # Both were refused a moment ago; the one free now takes the next calls (a 429 took
+            # no replica out for fail_timeout: nginx would have had none left, a 502).
+            for _ in range(2):
+                answer = _post(client, served.port)
+                assert (answer.status, answer.served_by) == (200, second.address), answer
+                assert answer.body
+                _free(second)
+                opened = _handshake(served.port, DEEPGRAM)
+                assert (opened.status, opened.served_by) == (101, second.address), opened
+                _free(second)
+
+
+def test_a_full_replica_is_skipped_and_serves_again_once_free(tmp_path: Path) -> None:
+    with (
+        fleet(tmp_path, replica_env=ONE_STREAM) as served,
+        httpx.Client(timeout=SETTLE_S) as client,
+    ):
+        first, second = served.replicas
+        with _full(first):
+            # Twice each, so that nginx picks the full replica first at least once.
+            answers, handshakes = [], []
+            for _ in range(2):
+                answers.append(_post(client, served.port))
+                _free(second)
+            for _ in range(2):
+                handshakes.append(_handshake(served.port, DEEPGRAM))
+                _free(second)
+            for answer in answers + handshakes:
+                assert answer.status in (200, 101) and answer.served_by == second.address, answer
+            # nginx takes turns: one of each pair went to the full one first and, refused
+            # there, on to the other (the POST's body sent again).
+            for pair in (answers, handshakes):
+                tried = [_tried(a.headers[UPSTREAM]) for a in pair]
+                assert any(t[0] == first.address for t in tried), tried
+        # The replica that refused just now is free: with the other full, it serves.
+        with _full(second):
+            answer = _post(client, served.port)
+            assert (answer.status, answer.served_by) == (200, first.address), answer
+
+
+def test_draining_and_full_replicas_give_429_and_all_draining_503(tmp_path: Path) -> None:
+    with (
+        fleet(tmp_path, replica_env=ONE_STREAM) as served,
+        httpx.Client(timeout=SETTLE_S) as client,
+    ):
+        first, second = served.replicas
+        with _full(first), _full(second):
+            first.process.send_signal(signal.SIGTERM)
+            _until(lambda: _readiness(first) == "draining", "the replica did not start its drain")
+            # One leaving, one full: "full, retry" (the full one's 429 or nginx's own, by the
+            # order nginx tried them in), never the draining one's 503 or a 502.
+            for _ in range(2):
+                _assert_full(_post(client, served.port))
+                _assert_full(_handshake(served.port, DEEPGRAM))
+            second.process.send_signal(signal.SIGTERM)
+            _until(lambda: _readiness(second) == "draining", "the replica did not start its drain")
+            # Both leaving: their own 503 (shutting_down), HTTP and every WebSocket handshake.
+            paths = [DEEPGRAM, "/v1/stream", "/v1/text-to-speech/alloy/stream-input"]
+            answers = [_post(client, served.port) for _ in range(2)]
+            answers += [_handshake(served.port, path) for path in [*paths, "/tts/websocket"]]
+            for answer in answers:
+                assert answer.status == 503 and UPSTREAM in answer.headers, answer
+                assert "shutting_down" in json.dumps(answer.error()).lower(), answer

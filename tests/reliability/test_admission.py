@@ -55,9 +55,9 @@ def _filled(address: str) -> Iterator[ClientConnection]:
         yield ws
 
 
-def _ready(address: str) -> tuple[int, dict[str, object]]:
+def _ready(address: str, query: str = "") -> tuple[int, dict[str, object]]:
     with httpx.Client(timeout=TIMEOUT_S) as http:
-        response = http.get(f"http://{address}/readyz")
+        response = http.get(f"http://{address}/readyz{query}")
         return response.status_code, response.json()
 
 
@@ -68,6 +68,9 @@ def test_past_the_cap_every_protocol_refuses_at_once_and_recovers(
     with _filled(address) as holder:
         status, body = _ready(address)
         assert (status, body["status"], body["active_streams"]) == (503, "saturated", CAP)
+        # Kubernetes' probe: a full pod stays in its Service, to answer new calls with 429.
+        status, body = _ready(address, "?saturated=ok")
+        assert (status, body["status"]) == (200, "saturated")
 
         # Native: an error with the hint; the connection stays usable.
         with connect(f"ws://{address}/v1/stream") as ws:

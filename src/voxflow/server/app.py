@@ -147,7 +147,11 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
         # A load balancer steers new work away from a replica that is full or leaving.
         if admission.draining:
             return JSONResponse({"status": "draining", **streams}, status_code=503)
-        if admission.saturated(now):
+        # ... but an orchestrator whose readiness takes a replica out of its service (Kubernetes)
+        # asks with ?saturated=ok: with every replica full, none would be left to answer a new
+        # call with its 429 and Retry-After, and kube-proxy would refuse the connection.
+        saturated = admission.saturated(now)
+        if saturated and request.query_params.get("saturated") != "ok":
             return JSONResponse({"status": "saturated", **streams}, status_code=503)
         warmup = services.warmup
         if warmup is not None and not warmup.finished:
@@ -155,7 +159,8 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
             return JSONResponse(
                 {"status": "warming", "warm": warmup.progress(), **streams}, status_code=503
             )
-        return JSONResponse({"status": "ready", "default_voice": services.default_voice, **streams})
+        status = "saturated" if saturated else "ready"
+        return JSONResponse({"status": status, "default_voice": services.default_voice, **streams})
 
     @app.get("/metrics")
     async def render_metrics(request: Request) -> Response:
