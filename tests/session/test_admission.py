@@ -88,6 +88,7 @@ def test_draining_admits_nothing_and_lets_admitted_streams_go_on() -> None:
     session.start("b", StartOptions(), 0.0)
     (refused,) = _errors(_drain(session))
     assert refused.code == "shutting_down" and refused.retryable
+    assert refused.retry_after_ms == 1000.0 * AdmissionSettings().retry_after_s  # Retry-After
     assert refusals == [Refusal.DRAINING]
     assert admission.active == 1 and session.open_contexts == 1
 

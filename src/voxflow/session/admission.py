@@ -143,7 +143,12 @@ class Admission:
         the ``SessionError`` that refuses it."""
         if self._draining:
             self._on_refused(Refusal.DRAINING)
-            raise SessionError("shutting_down", "the server is shutting down; try another one")
+            # The hint a balancer's client needs as much as a full server's (Retry-After).
+            raise SessionError(
+                "shutting_down",
+                "the server is shutting down; try another one",
+                retry_after_ms=1000.0 * self._settings.retry_after_s,
+            )
         if not self._room(engine, slots, paced, now):
             self._on_refused(Refusal.SATURATED)
             s = self._settings
