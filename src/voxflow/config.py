@@ -15,11 +15,6 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
-# The share of the machine admitted speaking streams may take (``max_load``): what keeps calls
-# gapless with their first audio on time in `voxflow bench --calls` on the 2-core reference
-# machine, at its capacity and at twice it (docs/benchmarks.md#calls).
-DEFAULT_MAX_LOAD = 0.8
-
 # The settings that say which voices a server has and where their models are kept. An engine
 # handed to ``create_app`` brings its own voices, so with one these stay at their defaults.
 VOICE_SOURCE_FIELDS = ("voices_dir", "kokoro", "kokoro_voices_dir", "voice_aliases", "split_cache")
@@ -83,14 +78,14 @@ class ServerSettings:
     wyoming_max_line_bytes: int = 1 << 20  # a Wyoming event's header line
     wyoming_max_data_bytes: int = 1 << 20  # its data part (a synthesize text is <60 KB)
     wyoming_max_payload_bytes: int = 1 << 20  # its payload (a TTS server is sent none)
-    # -- admission control (issues 11, 28) --
-    # The share of the workers' time that speaking streams may take (session.admission): a new
-    # stream (an open context, any protocol) is admitted while the streams that speak, each
-    # counted at its engine's measured cost per second of audio, and it stay within
-    # workers x max_load; past it, it is refused (HTTP 429, native concurrency_limited). The
-    # default keeps every call gapless in the calls benchmark (docs/benchmarks.md#calls).
-    # 0: no such limit.
-    max_load: float = DEFAULT_MAX_LOAD
+    # -- admission control (issues 11, 28, 39) --
+    # A new stream (an open context, any protocol) is admitted while the streams that speak,
+    # each counted at its engine's measured cost per second of audio, and it stay within a
+    # capacity learnt from the workers' slack against their listeners (session.load_limit);
+    # past it, it is refused (HTTP 429, native concurrency_limited). max_load is the ceiling
+    # of that capacity, as a share of the workers' time: 1 (the default) leaves only the
+    # cores, a lower one is an operator's cap. 0: no cost limit at all.
+    max_load: float = 1.0
     # Open streams at most, besides (0: no count).
     max_streams: int = 0
     retry_after_s: float = 1.0  # the wait a refused client is told before it retries
@@ -246,8 +241,8 @@ class ServerSettings:
         return self.workers or default_workers()
 
     @property
-    def stream_capacity(self) -> float:
-        """CPU seconds a second (cores) that admitted speaking streams may take (0: no limit)."""
+    def capacity_ceiling(self) -> float:
+        """CPU seconds a second (cores) the learnt capacity may reach (0: no cost limit)."""
         return self.max_load * self.worker_threads
 
     @classmethod

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -63,6 +65,9 @@ def test_metrics_expose_the_documented_series(server_url: str) -> None:
         "voxflow_stream_limit",
         "voxflow_load",
         "voxflow_capacity",
+        "voxflow_admission_pressure_bucket",
+        "voxflow_admission_misses_total",
+        "voxflow_admission_overdue",
         "python_gc_objects_collected_total",
         "voxflow_chunk_gap_seconds_bucket",
         "voxflow_quiet_seconds_bucket",
@@ -115,3 +120,13 @@ def test_settings_that_name_voices_are_refused_beside_an_engine(
         create_app(settings, served_engine)
     with pytest.raises(ValueError, match=f"leave {name} unset"):
         Services.build(settings, engine=served_engine)
+
+
+def test_readiness_shows_the_capacity_learnt_up_to_the_cores(
+    server_factory: Callable[..., contextlib.AbstractContextManager[str]],
+) -> None:
+    with server_factory(workers=2) as url:  # the default --max-load: only the cores bound it
+        status, body = _get(url + "/readyz")
+    ready = json.loads(body)
+    assert status == 200 and ready["capacity_ceiling"] == 2.0
+    assert ready["capacity"] == 1.0  # it starts at half the ceiling, and learns from there

@@ -11,10 +11,12 @@ from tests.support.simulation import Simulation, Turn
 from voxflow.connection.local import drain_encoded
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.runtime.jobs import Drained
+from voxflow.runtime.slack import PRESSURE_BOUNDS, SlackStats
 from voxflow.session.admission import Admission, AdmissionSettings, Refusal, Ticket, stream_slots
 from voxflow.session.context import OPEN_GRACE_S
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut, OpenStream, Output
+from voxflow.session.load_limit import LoadLimit, LoadLimitSettings
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 
@@ -168,8 +170,8 @@ def test_kokoro_is_counted_at_its_own_cost_and_runs_alone_when_dearer_than_the_c
 
 def test_an_unpaced_stream_counts_as_a_workers_share_until_it_ends() -> None:
     admission = Admission(
-        AdmissionSettings(capacity=1.7, unpaced_cost=0.85), costs=_costs
-    )  # two workers at 0.85
+        AdmissionSettings(capacity=1.7, unpaced_share=0.5), costs=_costs
+    )  # two workers: 0.85 each
     first = admission.acquire("piper", 1, 0.0, paced=False)
     assert admission.load(0.0) == pytest.approx(0.85)
     second = admission.acquire("piper", 1, 0.0, paced=False)  # one per worker
@@ -230,3 +232,39 @@ def test_an_ended_turn_counts_until_its_listener_heard_it_unless_the_caller_barg
 def test_a_kokoro_stream_holds_its_slots_of_a_count_cap_and_any_other_one() -> None:
     assert stream_slots("kokoro", 3) == 3
     assert stream_slots("piper", 3) == 1
+
+
+def test_a_stream_counts_at_what_its_first_second_costs_for_its_first_second() -> None:
+    admission = Admission(
+        AdmissionSettings(capacity=1.0), costs=_costs, start_costs=lambda _engine: 0.3
+    )
+    starting = [admission.acquire("piper", 1, 0.0) for _ in range(3)]
+    assert admission.load(0.0) == pytest.approx(0.9)
+    assert not admission.fits("piper", 1, 0.5)  # a fourth start would not fit now...
+    assert admission.load(1.0) == pytest.approx(0.3)  # ... once they are under way: 0.1 each
+    assert admission.fits("piper", 1, 1.0)
+    for ticket in starting:
+        admission.release(ticket)
+
+
+def test_a_learnt_capacity_is_what_admission_admits_by_and_it_learns_from_refusals() -> None:
+    # Jobs that never wait: the slack holds, so a capacity in use grows.
+    buckets = [0] * (len(PRESSURE_BOUNDS) + 1)
+    stats = SlackStats()
+
+    def slack() -> SlackStats:
+        return stats
+
+    limit = LoadLimit(LoadLimitSettings(ceiling=2.0, initial=0.5), slack(), 0.0)
+    admission = Admission(AdmissionSettings(), costs=_costs, limit=limit, slack=slack)
+    assert admission.capacity == 0.5 and admission.limit == 5
+    tickets = [admission.acquire("piper", 1, 0.5) for _ in range(5)]
+    with pytest.raises(SessionError):
+        admission.acquire("piper", 1, 0.5)
+    buckets[0] = 30
+    stats = SlackStats(30, tuple(buckets))
+    admission.learn(1.0)  # the interval's jobs had all their slack, and a stream was refused
+    assert admission.capacity > 0.5
+    tickets.append(admission.acquire("piper", 1, 1.0))
+    for ticket in tickets:
+        admission.release(ticket)

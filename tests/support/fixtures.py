@@ -95,7 +95,12 @@ def kokoro_engine(kokoro_registry: VoiceRegistry, split_cache: SplitCache | None
 @pytest.fixture(scope="session")
 def live_server(served_engine: EngineRouter) -> Iterator[uvicorn.Server]:
     """The session's shared server (``server_url`` is its address)."""
-    settings = ServerSettings(port=free_port(), workers=2, max_streams=TEST_MAX_STREAMS)
+    # No cost limit: its tests open several streams at once to test the protocols, and how
+    # many a cold server admits at once is learnt on the machine (docs/operations.md,
+    # *Admission control*); tests/server/test_app.py and tests/reliability/ test admission.
+    settings = ServerSettings(
+        port=free_port(), workers=2, max_streams=TEST_MAX_STREAMS, max_load=0.0
+    )
     with serving(settings, served_engine) as server:
         yield server
 

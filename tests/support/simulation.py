@@ -10,9 +10,15 @@ must see what many listeners hear without a real machine's noise:
   before it has played out is a gap. Each chunk's ``quiet_s`` (how long its context sent no
   audio while it owed some) is kept too: a framework ends a context quiet for 3 s;
 * the session's commands go to a real ``SchedulingPolicy``; ``workers`` virtual workers take its
-  jobs, and a job takes what the engine's costs say (``SimCosts``, measured on the 2-core
-  machine with the bundled voice) on ``cores`` shared cores (processor sharing: more jobs than
-  cores slow each other down, a wide job uses up to ``wide_speedup`` cores);
+  jobs, and ``first_audio_workers`` more take only a stream's first-audio jobs, as the
+  scheduler's threads do; a job takes what the engine's costs say (``SimCosts``, measured on
+  the 2-core machine with the bundled voice) on ``cores`` shared cores (processor sharing,
+  weighted as Linux weighs the threads' nice values: more jobs than cores slow each other down,
+  a first-audio job less, a wide job uses up to ``wide_speedup`` cores). ``cores`` may change
+  as the run goes (``core_changes``: a neighbour), and the server's cost model may start from
+  other figures than the machine's (``model_costs``: a slower CPU than measured);
+* admission, when asked for, is the server's (``session.admission``): by a fixed capacity, or
+  by one learnt from the policy's slack (``learn``), ticked every second as the server does;
 * the engine is a stand-in (``SimEngine``): an utterance has ``frames_per_char`` frames a
   character, its words spread over them, and audio that is a tone where the words are, so the
   seam joiner trims and pauses as it does real speech;
@@ -23,6 +29,7 @@ Nothing reads the wall clock; a run is deterministic for its inputs.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -41,6 +48,7 @@ from voxflow.runtime.costs import PIPER_AUDIO_COST_S, CostModel
 from voxflow.runtime.jobs import SchedulerEvent
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.runtime.slack import SlackStats
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job
 from voxflow.session.admission import Admission, AdmissionSettings
@@ -54,6 +62,7 @@ from voxflow.session.events import (
     OpenStream,
     SubmitSegment,
 )
+from voxflow.session.load_limit import LoadLimit, LoadLimitSettings
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 
@@ -138,6 +147,7 @@ class TurnHeard:
     """What one turn's listener heard."""
 
     text: str
+    started_at: float = 0.0  # when its context was opened (its turn began)
     first_token_at: float | None = None
     first_audio_at: float | None = None
     player: PlayoutBuffer = field(default_factory=lambda: PlayoutBuffer(0.0))
@@ -182,6 +192,8 @@ class _Running:
     work_s: float  # CPU seconds left
     demand: float  # cores it can use
     started: float
+    cpu_s: float  # CPU seconds it takes in all (what its thread's CPU clock will say)
+    first_audio: bool = False  # run by a first-audio worker (a higher CPU priority)
 
 
 def _kind(job: Job) -> str:
@@ -207,14 +219,22 @@ class Simulation:
         config: SessionConfig | None = None,
         seed: int = 1,
         max_load: float | None = None,
+        core_changes: tuple[tuple[float, float], ...] = (),
+        model_costs: SimCosts | None = None,
+        learn: LoadLimitSettings | None = None,
     ) -> None:
-        """``max_load``: admit streams by cost as the server does (``ServerSettings.max_load``,
-        of ``settings.workers``); None: admit every one."""
+        """``max_load``: admit streams by cost within that share of ``settings.workers``;
+        ``learn``: within a capacity learnt from the workers' slack, as the server does
+        (``voxflow.session.load_limit``); neither: admit every one. ``core_changes``: (when,
+        cores) from then on (a neighbour that takes cores, then gives them back).
+        ``model_costs``: the figures the server's cost model starts from (None: ``costs``,
+        the machine's own)."""
         self.settings = settings or SchedulerSettings()
         self.policy = SchedulingPolicy(self.settings)
         self.costs = costs or SimCosts()
         self.engine = engine or SimEngine()
         self.cores = cores
+        model = model_costs or self.costs
         self.config = config or SessionConfig(default_voice=VOICE.name, default_format="pcm_22050")
         self.now = 0.0
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -222,10 +242,10 @@ class Simulation:
         self._rng = random.Random(seed)
         self._running: list[_Running] = []
         self._cost_model = CostModel(
-            prepare_fixed_s=self.costs.prepare_fixed_s,
-            prepare_per_char_s=self.costs.prepare_per_char_s,
-            render_per_frame_s=self.costs.render_per_frame_s,
-            context_frames=self.costs.context_frames,
+            prepare_fixed_s=model.prepare_fixed_s,
+            prepare_per_char_s=model.prepare_per_char_s,
+            render_per_frame_s=model.render_per_frame_s,
+            context_frames=model.context_frames,
             audio_cost_s=PIPER_AUDIO_COST_S,
         )
         self._streams: dict[tuple[int, int], StreamState] = {}  # (session id, serial)
@@ -235,14 +255,51 @@ class Simulation:
         self._sessions: list[Session] = []
         self._polls: dict[int, float] = {}
         self.admission: Admission | None = None
-        if max_load is not None:
+        share = 1.0 / self.settings.workers
+        if learn is not None:
+
+            def slack() -> SlackStats:
+                return self.policy.slack_stats(self.now)
+
+            self.admission = Admission(
+                AdmissionSettings(unpaced_share=share),
+                costs=self._audio_cost,
+                limit=LoadLimit(learn, slack(), self.now),
+                slack=slack,
+                start_costs=self._start_cost,
+            )
+        elif max_load is not None:
             capacity = max_load * self.settings.workers
             self.admission = Admission(
-                AdmissionSettings(capacity=capacity), costs=lambda _e: self._cost_model.audio_cost_s
+                AdmissionSettings(capacity=capacity, unpaced_share=share),
+                costs=self._audio_cost,
+                start_costs=self._start_cost,
             )
+        if learn is not None:
+            self._at(0.0, self._tick)
+        for when, count in core_changes:
+            self._at(when, functools.partial(self._set_cores, count))
         self._wake_at: float | None = None
         self.cpu_s = 0.0
         self.cpu_by: dict[str, float] = {}  # CPU seconds by kind of job (``_kind``)
+
+    def _set_cores(self, cores: float) -> None:
+        self.cores = cores
+
+    def _tick(self) -> None:
+        """Admission's tick, as the server's (its learnt capacity decides on what passed),
+        while anything else is left to happen."""
+        assert self.admission is not None
+        self.admission.learn(self.now)
+        if self._events or self._running:
+            interval = self.admission.tick_s
+            self._at(self.now + interval, self._tick)
+
+    def _audio_cost(self, _engine: str) -> float:
+        return self._cost_model.audio_cost_s
+
+    def _start_cost(self, _engine: str) -> float:
+        return self._cost_model.start_cost_s or 0.0
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -257,7 +314,7 @@ class Simulation:
     def _begin(self, index: int, number: int, turn: Turn) -> None:
         session = self._sessions[index]
         cid = f"turn{number}"
-        heard = TurnHeard(turn.text)
+        heard = TurnHeard(turn.text, self.now)
         self._heard[(index, cid)] = heard
         self.turns.append(heard)
         if not session.start(cid, StartOptions(), self.now):
@@ -318,6 +375,16 @@ class Simulation:
     def _at(self, when: float, action: Callable[[], None]) -> None:
         heapq.heappush(self._events, (max(when, self.now), next(self._order), action))
 
+    def every(self, interval_s: float, until_s: float, action: Callable[[float], None]) -> None:
+        """Call ``action(now)`` every ``interval_s`` until ``until_s`` (to watch the run)."""
+
+        def tick() -> None:
+            action(self.now)
+            if self.now + interval_s <= until_s:
+                self._at(self.now + interval_s, tick)
+
+        self._at(self.now + interval_s, tick)
+
     def run(self, until_s: float = 600.0) -> list[TurnHeard]:
         """Run until nothing is left to happen (or ``until_s``); every turn's listener."""
         while True:
@@ -336,9 +403,32 @@ class Simulation:
         return self.turns
 
     def _rates(self) -> list[float]:
-        demand = sum(r.demand for r in self._running)
-        scale = min(1.0, self.cores / demand) if demand else 1.0
-        return [r.demand * scale for r in self._running]
+        """Each running job's cores: the cores shared in proportion to the threads' CPU
+        weights (their nice values, as Linux weighs them), none getting more than it can
+        use; what one cannot use goes to the others."""
+        rates = [0.0] * len(self._running)
+        open_ = set(range(len(self._running)))
+        cores = self.cores
+        while open_:
+            weight = sum(self._weight(self._running[i]) for i in open_)
+            capped = {
+                i
+                for i in open_
+                if cores * self._weight(self._running[i]) / weight >= self._running[i].demand
+            }
+            if not capped:
+                for i in open_:
+                    rates[i] = cores * self._weight(self._running[i]) / weight
+                break
+            for i in capped:
+                rates[i] = self._running[i].demand
+                cores -= rates[i]
+            open_ -= capped
+        return rates
+
+    def _weight(self, running: _Running) -> float:
+        s = self.settings
+        return 1.25 ** -(s.first_audio_nice if running.first_audio else s.worker_nice)
 
     def _next_finish(self) -> tuple[float, _Running | None]:
         best: tuple[float, _Running | None] = (math.inf, None)
@@ -357,9 +447,26 @@ class Simulation:
         self.now = when
 
     def _dispatch(self) -> None:
-        """Hand released jobs to free workers; wake when the next one is released."""
-        while len(self._running) < self.settings.workers:
-            picked = self.policy.next_job(self.now, len(self._running))
+        """Hand released jobs to free workers (the first-audio workers take only the jobs of
+        a stream's first audio, as the scheduler's do); wake when the next one is released."""
+        for first_audio in (False, True):
+            self._start_jobs(first_audio)
+        for first_audio in (False, True):
+            self._wake_for_release(first_audio)
+        for index, session in enumerate(self._sessions):
+            deadline = session.next_deadline()
+            if deadline is not None and self._polls.get(index) != deadline:
+                self._polls[index] = deadline
+                self._at(deadline, lambda i=index, d=deadline: self._poll(i, d))
+
+    def _free_workers(self, first_audio: bool) -> int:
+        s = self.settings
+        workers = s.first_audio_workers if first_audio else s.workers
+        return workers - sum(1 for r in self._running if r.first_audio == first_audio)
+
+    def _start_jobs(self, first_audio: bool) -> None:
+        while self._free_workers(first_audio) > 0:
+            picked = self.policy.next_job(self.now, len(self._running), first_audio)
             if picked is None:
                 break
             stream, job = picked
@@ -376,19 +483,18 @@ class Simulation:
             kind = _kind(job)
             self.cpu_by[kind] = self.cpu_by.get(kind, 0.0) + cost
             session = self._sessions[session_index]
-            self._running.append(_Running(stream, serial, session, job, cost, demand, self.now))
-        wait = self.policy.next_release_s(self.now)
-        if wait is not None and len(self._running) < self.settings.workers:
+            self._running.append(
+                _Running(stream, serial, session, job, cost, demand, self.now, cost, first_audio)
+            )
+
+    def _wake_for_release(self, first_audio: bool) -> None:
+        wait = self.policy.next_release_s(self.now, first_audio)
+        if wait is not None and self._free_workers(first_audio) > 0:
             # (A busy machine looks again when a job finishes.)
             wake = self.now + max(wait, 1e-6)
             if self._wake_at is None or self._wake_at <= self.now or wake < self._wake_at:
                 self._wake_at = wake
                 self._at(wake, lambda: None)
-        for index, session in enumerate(self._sessions):
-            deadline = session.next_deadline()
-            if deadline is not None and self._polls.get(index) != deadline:
-                self._polls[index] = deadline
-                self._at(deadline, lambda i=index, d=deadline: self._poll(i, d))
 
     def _poll(self, index: int, deadline: float) -> None:
         if self._polls.get(index) == deadline:
@@ -402,11 +508,15 @@ class Simulation:
         events: list[SchedulerEvent]
         if job.window is None:
             utterance = self.engine.utterance(job.work.request.text)
-            events = self.policy.prepared(stream, job, utterance, compute_s, self.now)
+            events = self.policy.prepared(
+                stream, job, utterance, compute_s, self.now, cpu_s=running.cpu_s
+            )
         else:
             assert job.work.utterance is not None
             audio = self.engine.render(job.work.utterance, *job.window)
-            events = self.policy.rendered(stream, job, audio, compute_s, self.now)
+            events = self.policy.rendered(
+                stream, job, audio, compute_s, self.now, cpu_s=running.cpu_s
+            )
         for event in events:
             running.session.synthesis_event(running.serial, event, self.now)
 

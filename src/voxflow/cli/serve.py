@@ -54,8 +54,9 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--max-load",
         type=float,
         dest="max_load",
-        help="share of the workers' time speaking streams may take, each at its engine's "
-        "measured cost; past it a new stream gets 429 (default 0.8; 0: no limit)",
+        help="ceiling of the capacity admission learns from the workers' slack, as a share of "
+        "their time (streams counted at their engines' measured costs); past the capacity a "
+        "new stream gets 429 (default 1: only the cores; 0: no cost limit)",
     )
     serve_cmd.add_argument(
         "--max-streams",

@@ -41,6 +41,10 @@ class EncoderPool(Executor):
             self._work.put((future, lambda: fn(*args, **kwargs)))
         return future
 
+    def thread_ids(self) -> tuple[int, ...]:
+        """The pool's native thread ids, for per-thread CPU."""
+        return tuple(t.native_id for t in self._threads if t.native_id is not None)
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
             if self._stopping:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 __all__ = [
     "KOKORO_AUDIO_COST_S",
     "PIPER_AUDIO_COST_S",
+    "START_AUDIO_S",
     "CostModel",
     "ProcessOverhead",
     "initial_costs",
@@ -33,6 +34,14 @@ KOKORO_FIRST_FRAMES = 24
 KOKORO_LEAD_HOLD_S = 0.8
 
 _WEIGHT = 0.1  # of each new observation in the running average
+# A stream's first second of audio costs about this many of its later seconds before any is
+# measured: its text stages (a lead's and its takeover's) and its small first windows come
+# first (in the calls simulation at the bundled voice's measured costs, 0.24 CPU s against
+# 0.09). Replaced as streams run (``CostModel.observe_start``).
+_START_PRIOR = 2.5
+# What ``start_cost_s`` covers: a stream's first second of audio, which its listener plays as
+# it comes, so its jobs are due within about a second of its start.
+START_AUDIO_S = 1.0
 _PRIOR_AUDIO_S = 30.0  # audio_cost_s starts as if measured over this much audio
 _AUDIO_MEMORY_S = 240.0  # ... and is measured over about this much: older audio weighs half
 
@@ -59,7 +68,14 @@ class CostModel:
     # calls benchmark; learnt from then on).
     audio_cost_s: float = 0.1
 
+    # CPU seconds a stream's first ``START_AUDIO_S`` of audio takes, every job until then
+    # included (None: ``_START_PRIOR`` x ``audio_cost_s`` until a stream has been measured):
+    # what admission counts a stream at while it starts.
+    start_cost_s: float | None = None
+
     def __post_init__(self) -> None:
+        if self.start_cost_s is None:
+            self.start_cost_s = _START_PRIOR * self.audio_cost_s
         self._work_s = self.audio_cost_s * _PRIOR_AUDIO_S
         self._audio_s = _PRIOR_AUDIO_S
         self.observed_cpu_s = 0.0  # every job's CPU time observed so far (never halved)
@@ -85,6 +101,11 @@ class CostModel:
         on several threads, whose CPU time its own thread does not see): counted as jobs' CPU
         all the same, so that ``ProcessOverhead`` does not take it for overhead."""
         self.observed_cpu_s += seconds
+
+    def observe_start(self, seconds: float) -> None:
+        """A stream's first ``START_AUDIO_S`` of audio took ``seconds`` of CPU."""
+        start = self.start_cost_s if self.start_cost_s is not None else seconds
+        self.start_cost_s = start + _WEIGHT * (seconds - start)
 
     def observe_work(self, seconds: float, audio_s: float = 0.0) -> None:
         """A job took ``seconds`` of CPU and gave ``audio_s`` of audio (0 for a text stage):

@@ -73,6 +73,21 @@ class LaneQueue:
             for _, _, stream, lane, version in self._ready
         )
 
+    def overdue(self, now: float) -> int:
+        """How many released lanes of paced streams with audio in hand wait past their
+        deadline (what ``voxflow.runtime.slack`` counts only once a worker takes them)."""
+        entries = [(d, s, ln, v) for d, _, s, ln, v in self._ready]
+        entries += [(d, s, ln, v) for r, d, _, s, ln, v in self._sleeping if r <= now]
+        return sum(
+            1
+            for deadline, stream, lane, version in entries
+            if deadline < now
+            and self._live(stream, lane, version)
+            and stream.paced
+            and not stream.fresh(now)
+            and stream.runnable(lane) is not None
+        )
+
     def ready_streams(self) -> int:
         """How many streams have a live lane released."""
         return len({id(e[2]) for e in self._ready if self._live(e[2], e[3], e[4])})

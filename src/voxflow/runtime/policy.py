@@ -17,7 +17,11 @@ take the engines' measured costs (``tests/support/simulation``).
   stream's owner, ``Drained`` last when the stream has finished (the policy then forgets it);
   ``submit`` returns the events a new request makes due (a lead it makes needless, ``Skipped``).
   Each result teaches the stream's engine cost model (``voxflow.runtime.costs``) how long such a
-  job takes, and how much CPU a second of audio takes, unless it came from the phrase cache.
+  job takes, and how much CPU a second of audio takes, unless it came from the phrase cache;
+  the ``ledger`` (``voxflow.runtime.ledger``) counts its CPU time by what it was for.
+* The ``slack`` (``voxflow.runtime.slack``) counts how long each job of a stream with audio in
+  hand waited for a worker against its deadline, where it is taken, and the windows that came
+  too late, where they finish: what admission learns its capacity from.
 * No worker is left idle while a stream has work it may render: a job waits (its release is
   in the future) only while its stream is ``max_lead_s`` ahead of its listener, for a lead
   whose takeover has not come yet, or for the 10 ms after a phrase cache hit's first window
@@ -31,10 +35,12 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from voxflow.engines.base import FloatArray, Utterance
-from voxflow.runtime.costs import CostModel
+from voxflow.runtime.costs import START_AUDIO_S, CostModel
 from voxflow.runtime.jobs import Rendered, SchedulerEvent, SegmentRequest, Sink
 from voxflow.runtime.lane_queue import LaneQueue
+from voxflow.runtime.ledger import WorkLedger
 from voxflow.runtime.scheduler_settings import SchedulerSettings
+from voxflow.runtime.slack import SlackMeter, SlackStats
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job, Lane, Work
 
@@ -58,6 +64,8 @@ class SchedulingPolicy:
         self._ids = itertools.count(1)
         self.streams: dict[int, StreamState] = {}
         self.misses = 0  # windows that finished after their deadline
+        self.slack = SlackMeter()  # the workers' slack against the listeners (admission's signal)
+        self.ledger = WorkLedger()
 
     @property
     def settings(self) -> SchedulerSettings:
@@ -128,7 +136,10 @@ class SchedulingPolicy:
             stream.versions[lane] += 1
             work = stream.runnable(lane)
             if work is None:
+                stream.runnable_since[lane] = None
                 continue
+            if stream.runnable_since[lane] is None:
+                stream.runnable_since[lane] = now
             timing = stream.timing(lane, work, now)
             self._queue.push(stream, lane, timing.release, timing.deadline, now)
             if lane is Lane.MAIN and stream.fresh(now):
@@ -149,7 +160,10 @@ class SchedulingPolicy:
             return None
         stream, lane, work = popped
         stream.versions[lane] += 1
+        measured = self._measure(stream, lane, work, now)
         job = stream.take(lane, work, now)
+        if measured:
+            job = replace(job, measured=True)
         if (job.playback_end is None or stream.costs.wide_windows) and self._alone(busy):
             job = replace(job, threads=self._settings.wide_threads)
         return stream, job
@@ -160,6 +174,22 @@ class SchedulingPolicy:
 
     def ready_streams(self) -> int:
         return self._queue.ready_streams()
+
+    def slack_stats(self, now: float) -> SlackStats:
+        """The workers' slack so far (``voxflow.runtime.slack``), with the jobs that wait past
+        their deadline at ``now``."""
+        return self.slack.snapshot(self._queue.overdue(now))
+
+    def _measure(self, stream: StreamState, lane: Lane, work: Work, now: float) -> bool:
+        """Count the wait of the job a worker takes now against its deadline
+        (``voxflow.runtime.slack``): only a paced stream's with audio in hand. True when its
+        pressure was counted."""
+        since, stream.runnable_since[lane] = stream.runnable_since[lane], None
+        if since is None or not stream.paced or stream.fresh(now):
+            return False
+        timing = stream.timing(lane, work, now)
+        ready = min(now, max(since, timing.release))
+        return self.slack.taken(ready, timing.deadline, now) is not None
 
     def _alone(self, busy: int) -> bool:
         """Whether no job runs and none waits: a job may use every core."""
@@ -186,6 +216,10 @@ class SchedulingPolicy:
         if learn:
             stream.costs.observe_prepare(len(job.work.request.text), compute_s)
             _observe_work(stream.costs, job, compute_s, cpu_s)
+            self.ledger.text_stage(_own_cpu_s(compute_s, cpu_s), job.work.request.lead)
+        _count_start(stream, _job_cpu_s(job, compute_s, cpu_s) if learn else None)
+        if stream.fresh_since is not None:
+            stream.first_audio_cpu_s += _job_cpu_s(job, compute_s, cpu_s) if learn else 0.0
         return self.finish(stream, stream.prepared(job, utterance, compute_s, now, cached), now)
 
     def rendered(
@@ -206,7 +240,35 @@ class SchedulingPolicy:
             stream.costs.observe_render(frames, compute_s)
             audio_s = frames * utterance.samples_per_frame / utterance.sample_rate
             _observe_work(stream.costs, job, compute_s, cpu_s, audio_s)
-        return self.finish(stream, stream.rendered(job, audio, compute_s, now), now)
+            self.ledger.window(
+                _own_cpu_s(compute_s, cpu_s),
+                job.work.request.lead,
+                frames,
+                stream.costs.context_frames,
+                audio_s,
+            )
+        quiet_since, fresh_since = stream.quiet_since, stream.fresh_since
+        events = stream.rendered(job, audio, compute_s, now)
+        job_cpu_s = _job_cpu_s(job, compute_s, cpu_s) if learn else None
+        _count_start(stream, job_cpu_s)
+        if fresh_since is not None:
+            stream.first_audio_cpu_s += job_cpu_s or 0.0
+            if stream.fresh_since is None:  # its first audio: how long it waited for it
+                waited = now - fresh_since - stream.first_audio_cpu_s
+                if self._settings.first_audio_s > 0:  # (0: no wait allowed, none to measure)
+                    self.slack.first_audio(waited, self._settings.first_audio_s)
+                stream.first_audio_cpu_s = 0.0
+        if job.measured and self._missed(events, quiet_since, now):
+            self.slack.missed()
+        return self.finish(stream, events, now)
+
+    def _missed(self, events: list[SchedulerEvent], quiet_since: float | None, now: float) -> bool:
+        """Whether a window's audio came after its listener ran out, or after its stream had
+        owed audio for longer than ``max_quiet_s``: what the service level does not allow."""
+        if any(isinstance(e, Rendered) and e.late_s > 0 for e in events):
+            return True
+        bound = self._settings.max_quiet_s
+        return bound is not None and quiet_since is not None and now - quiet_since > bound
 
     def failed(
         self, stream: StreamState, job: Job, error: Exception, now: float
@@ -227,6 +289,21 @@ class SchedulingPolicy:
         return events
 
 
+def _count_start(stream: StreamState, cpu_s: float | None) -> None:
+    """Add a job's CPU (None: it was cut from a phrase cache hit) to what ``stream``'s first
+    second of audio took; teach its engine's cost model once it has that second
+    (``CostModel.start_cost_s``, per second of what it rendered by then)."""
+    if stream.start_cpu_s is None:
+        return
+    if cpu_s is None:
+        stream.start_cpu_s = None  # a hit's start is no measure of what one costs
+        return
+    stream.start_cpu_s += cpu_s
+    if stream.rendered_s >= START_AUDIO_S:
+        stream.costs.observe_start(stream.start_cpu_s * START_AUDIO_S / stream.rendered_s)
+        stream.start_cpu_s = None
+
+
 def _observe_work(
     costs: CostModel, job: Job, compute_s: float, cpu_s: float | None, audio_s: float = 0.0
 ) -> None:
@@ -234,9 +311,22 @@ def _observe_work(
     ``compute_s``) for ``audio_s`` of audio. A job on several cores counts only towards the
     jobs' total: its thread's CPU time is not all it took."""
     if _wide(job):
-        costs.observe_elsewhere(compute_s * (job.threads or 1))
+        costs.observe_elsewhere(_job_cpu_s(job, compute_s, cpu_s))
     else:
-        costs.observe_work(compute_s if cpu_s is None else cpu_s, audio_s)
+        costs.observe_work(_job_cpu_s(job, compute_s, cpu_s), audio_s)
+
+
+def _job_cpu_s(job: Job, compute_s: float, cpu_s: float | None) -> float:
+    """What ``job`` took of the CPU: its thread's CPU time, or (a job on several cores, or
+    none measured) its wall time on each of its threads."""
+    if _wide(job) or cpu_s is None:
+        return compute_s * (job.threads or 1)
+    return cpu_s
+
+
+def _own_cpu_s(compute_s: float, cpu_s: float | None) -> float:
+    """A job's CPU time on its own thread (``compute_s`` where none was measured)."""
+    return compute_s if cpu_s is None else cpu_s
 
 
 def _wide(job: Job) -> bool:

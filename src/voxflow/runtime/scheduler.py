@@ -47,10 +47,12 @@ from voxflow.runtime.jobs import (
     SegmentRequest,
     Sink,
 )
+from voxflow.runtime.ledger import WorkLedger
 from voxflow.runtime.memory import MemoryUpkeep, collect_cycles, free_memory_trimmer
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.priority import lower_thread_priority
 from voxflow.runtime.scheduler_settings import SchedulerSettings, SchedulerStats
+from voxflow.runtime.slack import SlackStats
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job, Lane
 
@@ -170,6 +172,20 @@ class Scheduler:
             self._overhead.observe(jobs_cpu_s, time.process_time(), self._clock())
             return self._engine_costs(engine).audio_cost_s * self._overhead.ratio
 
+    def start_cost(self, engine: str) -> float:
+        """CPU seconds of the whole process the first second of an ``engine`` stream's audio
+        takes (``CostModel.start_cost_s``, with the process's overhead as ``audio_cost``):
+        what admission counts a stream at while it starts. Any thread."""
+        with self._cond:
+            start = self._engine_costs(engine).start_cost_s
+            return (start or 0.0) * self._overhead.ratio
+
+    def slack(self) -> SlackStats:
+        """The workers' slack against the listeners so far (``voxflow.runtime.slack``): what
+        admission learns its limit from. Any thread."""
+        with self._cond:
+            return self._policy.slack_stats(self._clock())
+
     def trim_soon(self, collect: bool = False) -> None:
         """Return freed memory to the system once the workers are idle: for memory freed outside
         a job (a connection that held much audio ended), which the trim after the last job
@@ -215,6 +231,15 @@ class Scheduler:
                 jobs_run=self._jobs_run,
                 deadline_misses=self._policy.misses,
             )
+
+    def work_ledger(self) -> WorkLedger:
+        """The jobs' CPU time so far, by what they were for (a copy)."""
+        with self._cond:
+            return self._policy.ledger.snapshot()
+
+    def thread_ids(self) -> tuple[int, ...]:
+        """The workers' native thread ids (every job's own thread), for per-thread CPU."""
+        return tuple(t.native_id for t in self._threads if t.native_id is not None)
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop the workers after their current job; queued work is dropped."""

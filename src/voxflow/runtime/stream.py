@@ -123,9 +123,17 @@ class StreamState:
         self._retired = retired
         self._max_quiet_s = max_quiet_s
         self.rendered_s = 0.0  # audio rendered so far, all runs
+        # CPU its jobs took until it had rendered its first ``START_AUDIO_S`` of audio (None:
+        # counted, or not measurable: a phrase cache hit's windows cost nothing).
+        self.start_cpu_s: float | None = 0.0
+        self.first_audio_cpu_s = 0.0  # CPU its jobs took on the way to its first audio (this run)
         self.works: deque[Work] = deque()
         self.busy: set[Lane] = set()
         self.versions = {Lane.MAIN: 0, Lane.AHEAD: 0}  # invalidates queued heap entries
+        # Since when each lane has had a job it could run and has not been given a worker (None:
+        # it has none, or it is running one): what a job's wait is measured from (its release,
+        # if later; ``voxflow.runtime.slack``).
+        self.runnable_since: dict[Lane, float | None] = {Lane.MAIN: None, Lane.AHEAD: None}
         self.cancelled = False
         self.held = False  # its owner asked it to render nothing for now (a full outbox)
         self.input_closed = False

@@ -58,3 +58,6 @@ class Job:
     window: tuple[int, int] | None  # None: prepare
     playback_end: float | None  # the listener's run-out time at dispatch (None: fresh)
     threads: int | None = None  # CPU threads the engine may use (None: its default)
+    # Its wait for a worker was measured against its deadline (``voxflow.runtime.slack``): a
+    # window of it that comes after its listener ran out is the machine's miss.
+    measured: bool = False

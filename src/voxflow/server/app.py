@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from voxflow.config import ServerSettings
 from voxflow.connection.gateway import Gateway
 from voxflow.engines.router import EngineRouter
+from voxflow.runtime.slack import PRESSURE_BOUNDS
 from voxflow.server.logs import RequestIdMiddleware
 from voxflow.server.metrics import ServerMetrics
 from voxflow.server.pacing import StartPacer
@@ -53,6 +54,14 @@ def _gateway(request: Request | WebSocket) -> Gateway:
     return gateway
 
 
+def _refusing(gateway: Gateway | None) -> bool:
+    """Whether a new stream would be refused now: the server is full, or draining."""
+    if gateway is None:
+        return False  # starting: the routes answer so, in their turn
+    admission = gateway.admission
+    return admission.draining or admission.saturated(time.monotonic())
+
+
 def wyoming_limits(settings: ServerSettings) -> FrameLimits:
     """The Wyoming listener's byte limits: the settings' ``wyoming_max_*``."""
     return FrameLimits(
@@ -76,6 +85,7 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
         services = await asyncio.to_thread(Services.build, settings, metrics, engine)
         gateway = services.gateway()
         wyoming = None
+        admission_ticks = asyncio.create_task(services.tick_admission())
         try:
             if settings.wyoming_uri is not None:
                 wyoming = await start_wyoming_server(
@@ -89,6 +99,7 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
             app.state.drain = services.drain
             yield
         finally:
+            admission_ticks.cancel()
             app.state.drain = None
             app.state.gateway = None
             app.state.services = None
@@ -117,8 +128,9 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
     app.add_middleware(RequestIdMiddleware)
     # Outermost: a burst of new sessions and requests starts one per loop turn, so that it
     # cannot hold the loop in one piece; health checks and admitted streams go on in between
-    # (server.pacing).
-    app.add_middleware(StartPacer)
+    # (server.pacing). A start the server will refuse skips the line: its refusal is cheap,
+    # and comes at once however many starts and streams' audio are ahead of it.
+    app.add_middleware(StartPacer, refusing=lambda: _refusing(gateway_of()))
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
@@ -137,13 +149,21 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
             return JSONResponse({"status": "starting"}, status_code=503)
         admission = services.admission
         now = time.monotonic()  # the sessions' clock
+        admission.learn(now)
         streams: dict[str, object] = {
             "active_streams": admission.active,
             "stream_limit": admission.limit,
         }
         if admission.capacity:
             streams["load"] = round(admission.load(now), 3)
-            streams["capacity"] = admission.capacity
+            streams["capacity"] = round(admission.capacity, 3)
+        learnt = admission.load_limit
+        if learnt is not None:
+            # The capacity is learnt: up to what, and the slack it was last judged by.
+            streams["capacity_ceiling"] = learnt.settings.ceiling
+            if learnt.last is not None:
+                # (Past the histogram's last bound it is only known to be over it.)
+                streams["pressure"] = min(learnt.last.pressure, PRESSURE_BOUNDS[-1])
         # A load balancer steers new work away from a replica that is full or leaving.
         if admission.draining:
             return JSONResponse({"status": "draining", **streams}, status_code=503)

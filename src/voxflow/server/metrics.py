@@ -7,7 +7,7 @@ import gc
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import (
     CollectorRegistry,
@@ -19,13 +19,17 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from voxflow.config import ServerSettings
 from voxflow.runtime.cache.phrase_cache import CacheStats, Tier
 from voxflow.runtime.cache.redis_tier import RedisTierStats
+from voxflow.runtime.ledger import WorkLedger
 from voxflow.runtime.scheduler_settings import SchedulerStats
+from voxflow.runtime.slack import PRESSURE_BOUNDS, SlackStats
+from voxflow.server.cpu_parts import CpuParts
+from voxflow.session.load_limit import Decision
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 # Up to Pipecat's 3 s (a TTS context quiet that long is ended), around the server's 1.5 s bound.
@@ -118,6 +122,58 @@ class _CacheCollector(Collector):
         )
 
 
+class _SlackCollector(Collector):
+    """The workers' slack against their listeners, which admission learns its capacity from
+    (``voxflow.runtime.slack``, ``voxflow.session.load_limit``), read at scrape time."""
+
+    def __init__(
+        self, slack: Callable[[], SlackStats], last: Callable[[], Decision | None]
+    ) -> None:
+        self._slack = slack
+        self._last = last
+
+    def collect(
+        self,
+    ) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        stats = self._slack()
+        buckets = []
+        seen = 0
+        for bound, count in zip((*PRESSURE_BOUNDS, math.inf), stats.buckets, strict=True):
+            seen += count
+            buckets.append(("+Inf" if math.isinf(bound) else f"{bound:g}", seen))
+        yield HistogramMetricFamily(
+            "voxflow_admission_pressure",
+            "Each job's wait for a worker over its margin (0: served at once; 1: at its "
+            "deadline; over 1: late); a stream's first audio counts as one",
+            buckets=buckets,
+            sum_value=stats.pressure_sum,
+        )
+        yield CounterMetricFamily(
+            "voxflow_admission_misses",
+            "Windows that came after their listener ran out or after the quiet bound, of jobs "
+            "that had a margin when they were ready",
+            value=stats.misses,
+        )
+        yield CounterMetricFamily(
+            "voxflow_admission_text_late",
+            "Jobs with no margin left when they were ready (their text came late)",
+            value=stats.text_late,
+        )
+        yield GaugeMetricFamily(
+            "voxflow_admission_overdue",
+            "Jobs waiting for a worker past their deadline now",
+            value=stats.overdue,
+        )
+        last = self._last()
+        if last is not None:
+            yield GaugeMetricFamily(
+                "voxflow_admission_pressure_judged",
+                "The recent jobs' 95th percentile of pressure that the learnt capacity was last "
+                "moved or held by (capped at the histogram's last bound)",
+                value=min(last.pressure, PRESSURE_BOUNDS[-1]),
+            )
+
+
 def _os_threads() -> float:
     """Every thread of the process (ONNX Runtime's and the encoders' included), which Python's
     own count misses; Python's count where /proc is not there."""
@@ -205,7 +261,8 @@ class ServerMetrics:
         )
         self.capacity = Gauge(
             "voxflow_capacity",
-            "CPU seconds a second admission lets speaking streams take (0: no limit)",
+            "CPU seconds a second admission lets speaking streams take, as learnt from the "
+            "workers' slack (0: no limit)",
             registry=self.registry,
         )
         # The standard process collector has no thread count; a thread leak shows here
@@ -270,6 +327,21 @@ class ServerMetrics:
 
     def watch_scheduler(self, stats: Callable[[], SchedulerStats]) -> None:
         self.registry.register(_SchedulerCollector(stats))
+
+    def watch_cpu(
+        self,
+        ledger: Callable[[], WorkLedger],
+        synthesis_threads: Callable[[], Iterable[int]],
+        encode_threads: Callable[[], Iterable[int]],
+    ) -> None:
+        """``voxflow_cpu_seconds_total{part}`` (``voxflow.server.cpu_parts``)."""
+        self.registry.register(CpuParts(ledger, synthesis_threads, encode_threads))
+
+    def watch_admission(
+        self, slack: Callable[[], SlackStats], last: Callable[[], Decision | None]
+    ) -> None:
+        """``voxflow_admission_*``: the slack the learnt capacity is judged by."""
+        self.registry.register(_SlackCollector(slack, last))
 
     def watch_cache(
         self, stats: Callable[[], CacheStats], shared: Callable[[], RedisTierStats] | None

@@ -31,6 +31,7 @@ from voxflow.server.warm import Warmup
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.errors import SessionError
 from voxflow.session.events import ErrorOut, PrefetchSegment
+from voxflow.session.load_limit import LoadLimit, LoadLimitSettings
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 from voxflow.text.chunking import ChunkingConfig
@@ -119,20 +120,30 @@ class Services:
             None if settings.lexicon_path is None else read_lexicon_file(settings.lexicon_path)
         )
         encoder_pool = EncoderPool(settings.worker_threads)
+        metrics.watch_cpu(scheduler.work_ledger, scheduler.thread_ids, encoder_pool.thread_ids)
+        # The capacity is learnt from the workers' slack, up to the operator's ceiling
+        # (--max-load x workers; 0: no cost limit at all).
+        limit = None
+        if settings.capacity_ceiling:
+            ceiling = LoadLimitSettings(ceiling=settings.capacity_ceiling)
+            limit = LoadLimit(ceiling, scheduler.slack(), time.monotonic())
         admission = Admission(
             AdmissionSettings(
                 settings.max_streams,
-                settings.stream_capacity,
-                settings.retry_after_s,
-                unpaced_cost=settings.max_load or 1.0,
+                retry_after_s=settings.retry_after_s,
+                unpaced_share=1.0 / settings.worker_threads,
             ),
             costs=scheduler.audio_cost,
             on_refused=lambda refusal: metrics.count_rejected(refusal.value),
+            limit=limit,
+            slack=scheduler.slack,
+            start_costs=scheduler.start_cost,
         )
         metrics.admitted_streams.set_function(lambda: admission.active)
         metrics.stream_limit.set_function(lambda: admission.limit)
         metrics.load.set_function(lambda: admission.load(time.monotonic()))
-        metrics.capacity.set(admission.capacity)
+        metrics.capacity.set_function(lambda: admission.capacity)
+        metrics.watch_admission(scheduler.slack, lambda: None if limit is None else limit.last)
         warmup = None
         if settings.warm_path is not None:
             if cache is None:
@@ -227,6 +238,14 @@ class Services:
             encoder_pool=self.encoder_pool,
             protocol=protocol,
         )
+
+    async def tick_admission(self) -> None:
+        """Let admission's learnt capacity decide every interval, on the event loop where
+        admission runs, also while no stream asks to be admitted (a capacity not in use
+        falls back). Runs until cancelled."""
+        while True:
+            self.admission.learn(time.monotonic())
+            await asyncio.sleep(self.admission.tick_s)
 
     def runner_settings(self) -> RunnerSettings:
         return RunnerSettings(write_timeout_s=self.settings.write_timeout_s, stopping=self.stopping)
