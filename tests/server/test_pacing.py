@@ -1,4 +1,5 @@
-"""server.pacing: a burst of new sessions starts one per loop turn; health checks never wait."""
+"""server.pacing: a burst of new sessions starts one per loop turn; health checks never wait, and
+neither does a start the server will refuse."""
 
 from __future__ import annotations
 
@@ -15,9 +16,13 @@ from typing import Any
 import pytest
 import uvicorn
 import uvloop
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from websockets.sync.client import connect
 
-from tests.support.raw_http import WS_UPGRADE, connected, connections, head, until
+from tests.support.raw_http import WS_UPGRADE, ask, connected, connections, head, until
+from tests.support.servers import free_port, serving
+from voxflow.config import ServerSettings
+from voxflow.engines.router import EngineRouter
 from voxflow.server.pacing import StartPacer, Turns
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
@@ -144,6 +149,37 @@ def test_health_paths_and_lifespan_skip_the_line_and_the_rest_waits(
     assert seen[5:] == ["/ws1", "/ws2", "/ws3", "/ws4", "/v1/voices"]
 
 
+def test_a_start_the_server_will_refuse_skips_the_line(run: Callable[..., None]) -> None:
+    seen: list[str] = []
+    full = False
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope["path"])
+
+    async def nothing() -> dict[str, Any]:
+        return {}
+
+    async def drop(message: Any) -> None:
+        return None
+
+    async def flood() -> None:
+        nonlocal full
+        pacer = StartPacer(app, refusing=lambda: full)
+        line = [
+            asyncio.create_task(pacer({"type": "websocket", "path": f"/ws{i}"}, nothing, drop))
+            for i in range(5)
+        ]
+        await asyncio.sleep(0)  # the first went at once; four wait for their turns
+        full = True  # the server admits nothing more: what starts now is refused
+        await pacer({"type": "http", "path": "/v1/audio/speech"}, nothing, drop)
+        await pacer({"type": "websocket", "path": "/v1/stream"}, nothing, drop)
+        assert pacer.turns.waiting == 4  # they took no turn: the line still waits as it was
+        await asyncio.gather(*line)
+
+    run(flood())
+    assert seen == ["/ws0", "/v1/audio/speech", "/v1/stream", "/ws1", "/ws2", "/ws3", "/ws4"]
+
+
 # -- through the real server -----------------------------------------------------------------------
 
 BURST = 40
@@ -190,3 +226,80 @@ def test_a_health_check_is_answered_in_the_middle_of_a_burst_of_handshakes(
                 sel.unregister(sock)
     handshakes_before_the_probe = order.index(probe)
     assert handshakes_before_the_probe < BURST // 2, handshakes_before_the_probe
+
+
+class _StartStamps:
+    """Wraps the server's app: the loop iteration in which each response to a request or a
+    handshake started, by status (``iterations``: set on the server's loop)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.iterations: Iterations | None = None
+        self.started: list[tuple[int, int]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def stamped(message: Message) -> None:
+            kind = message["type"]
+            if self.iterations is not None and kind in (
+                "http.response.start",
+                "websocket.http.response.start",
+            ):
+                self.started.append((message["status"], self.iterations.count))
+            await send(message)
+
+        await self.app(scope, receive, stamped)
+
+
+REFUSALS = 40
+
+
+def test_a_full_server_refuses_a_burst_without_a_turn_each(served_engine: EngineRouter) -> None:
+    """Requests and handshakes past a full server reach it together, on connections it has
+    accepted: their refusals (429) go out within a few turns of the loop, not one a turn (in the
+    line, each waited for the turns of those before it, and every turn for the admitted streams'
+    audio: the flood's p95 was 290 ms with 17 calls speaking, docs/benchmarks.md)."""
+    settings = ServerSettings(port=free_port(), workers=1, max_streams=1, max_load=0.0)
+    with serving(settings, served_engine) as server:
+        stamps = _StartStamps(server.config.loaded_app)
+        server.config.loaded_app = stamps  # the connections made from now on
+        port = settings.port
+        body = b'{"input": "Hello there.", "voice": "alloy"}'
+        speech = head(
+            "POST", "/v1/audio/speech", "content-type: application/json",
+            f"content-length: {len(body)}",
+        ) + body  # fmt: skip
+        speak = head("GET", "/v1/speak?model=aura-2-thalia-en", *WS_UPGRADE)
+        with connect(f"ws://127.0.0.1:{port}/v1/stream") as holder:
+            holder.send('{"type": "start", "context_id": "held"}')  # the only stream
+            until(lambda: ask(port, "/readyz").status == 503, "the held stream never filled it")
+            loop = server.servers[0].get_loop()
+            until(lambda: connections(server) == 1, "the probes' connections did not close")
+            with contextlib.ExitStack() as stack:
+                socks = [stack.enter_context(connected(port)) for _ in range(REFUSALS)]
+                until(
+                    lambda: connections(server) == 1 + REFUSALS,
+                    "the server did not accept the connections",
+                )
+                # The loop waits while everything is sent: it all becomes ready together.
+                held, sent = threading.Event(), threading.Event()
+
+                def hold() -> None:
+                    stamps.iterations = Iterations()
+                    held.set()
+                    sent.wait(30)
+
+                loop.call_soon_threadsafe(hold)
+                assert held.wait(30)
+                for n, sock in enumerate(socks):
+                    sock.sendall(speech if n % 2 else speak)
+                sent.set()
+                for sock in socks:
+                    answer = sock.recv(4096)
+                    assert answer.startswith(b"HTTP/1.1 429"), answer
+        iterations = stamps.iterations
+        assert iterations is not None
+        loop.call_soon_threadsafe(iterations.stop)
+    turns = [at for status, at in stamps.started if status == 429]
+    assert len(turns) == REFUSALS
+    # One a turn (the line) spans REFUSALS - 1 turns at least.
+    assert max(turns) - min(turns) < REFUSALS // 4, sorted(turns)

@@ -1,15 +1,22 @@
 """Whole-text HTTP requests are not paced like live streams: they render as fast as the workers
-allow, so a long text's wall time is a small fraction of its audio, with the real client SDKs."""
+allow, so a long text's wall time is a small fraction of its audio, with the real client SDKs.
+A request refused at once (a full server) is answered without the connection runner."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 import httpx
 import openai
+import pytest
 from elevenlabs.client import ElevenLabs
+from websockets.sync.client import connect
+
+from voxflow.transports import http_response
 
 TEXT = (
     "The quick brown fox jumps over the lazy dog while the orchestra, tuning its instruments "
@@ -48,3 +55,50 @@ def test_http_requests_render_faster_than_playback_past_the_lead_cap(
     # busy machine and still fails by far if the lead cap applied.
     assert openai_wall < 0.5 * openai_audio
     assert eleven_wall < 0.5 * eleven_audio
+
+
+def test_a_refused_request_is_answered_without_the_runner(
+    server_factory: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[str] = []
+    run_connection = http_response.run_connection
+
+    async def counted(*args: Any) -> None:
+        runs.append("run")
+        await run_connection(*args)
+
+    monkeypatch.setattr(http_response, "run_connection", counted)
+    requests = {  # every HTTP protocol: path and body
+        "/v1/audio/speech": {"input": "Hello.", "voice": "alloy", "response_format": "pcm"},
+        "/v1/text-to-speech/joe?output_format=pcm_24000": {"text": "Hello."},
+        "/tts/bytes": {
+            "model_id": "sonic-2",
+            "transcript": "Hello.",
+            "voice": {"mode": "id", "id": "joe"},
+            "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000},
+        },
+        "/v1/speak?encoding=linear16&sample_rate=24000": {"text": "Hello."},
+    }
+    with (
+        server_factory(workers=1, max_streams=1) as url,
+        httpx.Client(base_url=url, timeout=60) as http,
+    ):
+        ws_url = url.replace("http://", "ws://") + "/v1/stream"
+        with connect(ws_url) as holder:
+            holder.send(json.dumps({"type": "start", "context_id": "held"}))  # the only stream
+            deadline = time.monotonic() + 30
+            while http.get("/readyz").status_code != 503:
+                assert time.monotonic() < deadline, "the held stream never filled the server"
+                time.sleep(0.02)
+            for path, body in requests.items():
+                response = http.post(path, json=body)
+                assert response.status_code == 429, (path, response.text)
+                assert response.headers["retry-after"]
+        assert runs == []  # no request ran on the runner: no tasks, no teardown
+        deadline = time.monotonic() + 30
+        while http.get("/readyz").status_code != 200:  # the held stream's slot is free again
+            assert time.monotonic() < deadline, "the held stream's slot never came back"
+            time.sleep(0.02)
+        admitted = http.post("/v1/audio/speech", json=requests["/v1/audio/speech"])
+        assert admitted.status_code == 200 and admitted.content
+    assert runs == ["run"]

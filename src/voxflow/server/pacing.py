@@ -16,12 +16,20 @@ is read, however many sessions are starting. A lone request, with no one before 
 
 uvloop accepts one connection per turn, so a probe that connects behind a burst waits for the
 burst's accepts: short turns are what keep that wait short (the soak's figure, docs/reliability.md).
+
+A start that the server will refuse does not wait for a turn (``refusing``: it admits no new
+stream, being full or draining). Its answer is cheap (a 429, an error frame, a denied
+handshake) and must come at once: in the line, a flood of 48 connections past a full server
+with 17 calls speaking waited for 48 loop turns, each as long as the calls' audio made it, and
+the refusals came at p95 ~290 ms; skipping it, ~65 ms (``voxflow bench-flood``,
+docs/benchmarks.md). A refused start does not take a turn either: the line behind it goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -46,6 +54,11 @@ class Turns:
     @property
     def waiting(self) -> int:
         return sum(not waiter.done() for waiter in self._waiting)
+
+    @property
+    def busy(self) -> bool:
+        """Whether ``take`` would wait (a turn went in this iteration, or others wait)."""
+        return self._granted or bool(self._waiting)
 
     async def take(self) -> None:
         loop = asyncio.get_running_loop()
@@ -75,15 +88,19 @@ class Turns:
 
 class StartPacer:
     """ASGI middleware: every WebSocket session and HTTP request, health paths aside, starts on
-    a turn of its own (``Turns``); lifespan events pass straight through."""
+    a turn of its own (``Turns``), unless ``refusing()`` says the server admits no new stream
+    now (its start ends in a refusal: it goes at once); lifespan events pass straight through."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, refusing: Callable[[], bool] = lambda: False) -> None:
         self.app = app
         self.turns = Turns()
+        self.refusing = refusing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket" or (
+        paced = scope["type"] == "websocket" or (
             scope["type"] == "http" and scope["path"] not in RESERVED_PATHS
-        ):
+        )
+        # ``refusing`` is asked only of a start that would wait: with no line it goes at once.
+        if paced and not (self.turns.busy and self.refusing()):
             await self.turns.take()
         await self.app(scope, receive, send)

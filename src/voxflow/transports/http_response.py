@@ -15,7 +15,10 @@ teardown is bounded. It moves the protocol's parts (``request_protocol``) and no
 
 ``speak_request`` is how every HTTP protocol answers: the request's whole text as one context of
 a request driver, rendered as fast as the workers allow (no playback pacing), answered by the
-protocol's ``RequestProtocol``.
+protocol's ``RequestProtocol``. A request the session settles at once, opening no stream (refused:
+the server is full or draining, or the options are), is answered from what its driver holds
+already (``SettledResponse``), without the runner's tasks: a flood of requests past a full server
+costs the event loop as little as it can.
 """
 
 from __future__ import annotations
@@ -28,12 +31,12 @@ from starlette.types import Receive, Scope, Send
 from voxflow.connection.driver import SessionDriver
 from voxflow.connection.gateway import Gateway
 from voxflow.connection.runner import RunnerSettings, run_connection
-from voxflow.connection.wire import Close, PeerGone, Transport
+from voxflow.connection.wire import Close, PeerGone, Reply, Transport
 from voxflow.session.options import StartOptions
 from voxflow.transports.abort import scope_abort
 from voxflow.transports.request_protocol import COMPLETE, Head, HttpPart, RequestProtocol
 
-__all__ = ["RunnerResponse", "http_transport", "speak_request"]
+__all__ = ["RunnerResponse", "SettledResponse", "http_transport", "speak_request"]
 
 _CONTEXT = "request"  # the one context of a request's driver
 
@@ -96,11 +99,39 @@ class RunnerResponse(Response):
             await self.background()
 
 
+class SettledResponse(Response):
+    """The answer of ``protocol`` to a request whose session settled it at once (it opened no
+    stream: it was refused): the events its driver holds, sent without the runner."""
+
+    def __init__(self, driver: SessionDriver, protocol: RequestProtocol) -> None:
+        super().__init__(media_type=protocol.media_type)
+        self._driver = driver
+        self._protocol = protocol
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = http_transport(scope, receive, send)
+        driver = self._driver
+        try:
+            reply: Reply[HttpPart] = Reply()
+            while len(driver.outbound) and reply.close is None:
+                event = await driver.outbound.get()  # queued: no wait
+                reply = self._protocol.reply(driver.sent(event) or event)
+                for frame in reply.frames:
+                    await transport.send(frame)
+            await transport.close(reply.close or self._protocol.failure_close)
+        except PeerGone:
+            pass  # the client left: nobody is waiting for the answer
+        finally:
+            await driver.close()
+
+
 def speak_request(
     gateway: Gateway, name: str, start: StartOptions, text: str, protocol: RequestProtocol
-) -> RunnerResponse:
+) -> Response:
     """The answer to one HTTP request: ``text`` spoken with ``start`` (unpaced) on a request
     driver counted as ``name`` in the metrics, in ``protocol``'s shape."""
     driver = gateway.new_request_driver(name)
     driver.session.request(_CONTEXT, replace(start, paced=False), text, driver.now())
+    if driver.session.open_contexts == 0 and len(driver.outbound):
+        return SettledResponse(driver, protocol)  # refused before any work
     return RunnerResponse(driver, protocol, gateway.runner_settings)

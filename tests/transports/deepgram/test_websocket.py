@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -246,6 +247,32 @@ def test_a_full_server_refuses_the_handshake_with_429(
         assert json.loads(response.body or b"{}")["err_code"] == "TOO_MANY_REQUESTS"
         _send(first, type="Close")
         _closed(first)
+
+
+def test_a_refused_handshake_is_a_completed_one_not_an_error(
+    server_factory: Callable[..., contextlib.AbstractContextManager[str]],
+) -> None:
+    # uvicorn logged "ASGI callable returned without completing handshake" at error level for
+    # every handshake answered with an HTTP response: one error a refusal, in a flood of them.
+    errors: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = errors.append  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")  # configured as the server starts: then
+    with server_factory(workers=1, max_streams=1) as url, _raw(url) as first:
+        logger.addHandler(handler)
+        try:
+            _until(first, "Metadata")
+            _send(first, type="Speak", text="Holding the only stream. ")
+            assert isinstance(first.recv(timeout=60), bytes)
+            for _ in range(3):
+                with pytest.raises(InvalidStatus) as refused, _raw(url):
+                    pytest.fail("the handshake should have been refused")
+                assert refused.value.response.status_code == 429
+            _send(first, type="Close")
+            _closed(first)
+        finally:
+            logger.removeHandler(handler)
+    assert [record.getMessage() for record in errors] == []
 
 
 @pytest.mark.parametrize(
