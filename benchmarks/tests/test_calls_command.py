@@ -109,6 +109,30 @@ def test_replies_limits_the_calls_corpus(recorded: RecordedRun) -> None:
     assert (options.pattern.barge_in_share, options.pattern.llm_pause_share) == (0.15, 0.3)
 
 
+def test_floor_renders_the_calls_corpus_before_the_levels(
+    recorded: RecordedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first reply of calls.tsv (two sentences), with the real bundled voice.
+    report_json = tmp_path / "calls.json"
+    argv = ["bench", "--calls", "1", "--replies", "1", "--floor", "--json", str(report_json)]
+    assert main(argv) == 0
+    assert len(recorded.calls) == 1
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("engine floor (whole sentences, one")]
+    assert " CPU s per audio s (2 sentences, " in line and line.endswith(", voice joe)")
+    floor = json.loads(report_json.read_text())["floor"]
+    assert floor["sentences"] == 2 and floor["voice"] == "joe" and floor["audio_s"] > 0
+    assert floor["per_audio_s"] == pytest.approx(
+        floor["text_stage_per_audio_s"] + floor["render_per_audio_s"], abs=1e-4
+    )
+
+
+def test_without_floor_the_report_has_no_floor(recorded: RecordedRun, tmp_path: Path) -> None:
+    report_json = tmp_path / "calls.json"
+    assert main(["bench", "--calls", "1", "--json", str(report_json)]) == 0
+    assert json.loads(report_json.read_text())["floor"] is None
+
+
 @pytest.mark.parametrize(
     "flags",
     [

@@ -127,10 +127,24 @@ def test_barged_turns_count_what_was_heard_not_what_was_received() -> None:
     assert level.gap_share == pytest.approx(0.02)
 
 
-def test_cpu_per_audio_second_needs_cpu_and_audio() -> None:
-    assert _level([_turn(audio_ms=4000.0)], cpu_s=2.0).cpu_per_audio_s == pytest.approx(0.5)
-    assert _level([_turn(audio_ms=4000.0)], cpu_s=None).cpu_per_audio_s is None
-    assert _level([_turn("refused")], cpu_s=2.0).cpu_per_audio_s is None
+def test_cpu_per_heard_second_needs_cpu_and_audio_heard() -> None:
+    assert _level([_turn(audio_ms=4000.0)], cpu_s=2.0).cpu_per_heard_s == pytest.approx(0.5)
+    assert _level([_turn(audio_ms=4000.0)], cpu_s=None).cpu_per_heard_s is None
+    assert _level([_turn("refused")], cpu_s=2.0).cpu_per_heard_s is None
+    assert _level([_turn("barged", audio_ms=3000.0, heard_ms=0.0)]).cpu_per_heard_s is None
+
+
+def test_cpu_is_charged_per_second_heard_not_received() -> None:
+    # 6 s received, 1 s heard before the barge-in, 4 s of a finished turn: 5 s heard.
+    level = _level(
+        [_turn("barged", audio_ms=6000.0, heard_ms=1000.0), _turn(audio_ms=4000.0)], cpu_s=1.0
+    )
+    assert level.cpu_per_heard_s == pytest.approx(0.2)
+    figures = level.as_dict()
+    assert figures["cpu_per_heard_s"] == pytest.approx(0.2)
+    assert (figures["audio_s"], figures["heard_s"]) == (10.0, 5.0)
+    assert "cpu_per_audio_s" not in figures
+    assert figures["cpu_breakdown"] is None  # no /metrics breakdown for this level
 
 
 def test_ttfa_is_over_admitted_turns_with_audio() -> None:
@@ -290,6 +304,17 @@ def test_the_report_names_the_capacity_and_the_worst_gaps() -> None:
     rows = [line.split() for line in lines if line.strip().split(" ")[0] in ("1", "2", "4")]
     assert [(row[0], row[-1]) for row in rows] == [("1", "yes"), ("2", "yes"), ("4", "no")]
     assert "longest voxflow gaps: okay-refund (deepgram, 10 ms at 2 calls)" in text
+
+
+def test_the_table_shows_cpu_per_heard_second() -> None:
+    text = format_calls(_report(peer=False))
+    header = next(line for line in text.splitlines() if line.strip().startswith("calls  turns"))
+    assert "CPU s/heard s" in header and "CPU s/audio s" not in header
+    # Level 2: 2.0 CPU s for its one turn's 9 s heard (4 s received would give 0.500).
+    row = next(line.split() for line in text.splitlines() if line.strip().startswith("2 "))
+    assert "0.222" in row
+    # No level has a breakdown, so no section for it.
+    assert "where the CPU goes" not in text
 
 
 def test_the_report_shows_the_peer_and_its_capacity() -> None:

@@ -16,6 +16,7 @@ from tests.support.servers import TEST_MAX_STREAMS, free_port, running_server
 
 from voxflow import ServerSettings
 from voxflow.engines.router import EngineRouter
+from voxflow_bench.calls.cpu import PARTS
 from voxflow_bench.calls.lines import PROTOCOLS, open_line
 from voxflow_bench.calls.plan import CallPattern, TokenAt, TurnPlan
 from voxflow_bench.calls.process import listening_pids
@@ -116,10 +117,31 @@ def test_the_server_s_cpu_and_memory_were_measured(
     assert port is not None and listening_pids(port) == (os.getpid(),)
     (level,) = report.voxflow
     assert level.cpu_s is not None and level.cpu_s > 0
-    assert level.cpu_per_audio_s is not None and level.cpu_per_audio_s > 0
+    assert level.cpu_per_heard_s is not None and level.cpu_per_heard_s > 0
+    assert level.cpu_per_heard_s == pytest.approx(level.cpu_s / level.heard_s)
     assert level.rss_start_mib is not None and level.rss_start_mib > 0
     assert level.rss_peak_mib is not None and level.rss_peak_mib > 0
     assert level.client_cpu_s > 0
+
+
+def test_the_server_s_metrics_say_where_its_cpu_went(report: CallsReport) -> None:
+    (level,) = report.voxflow
+    cpu = level.cpu_breakdown
+    assert cpu is not None and level.cpu_s is not None
+    assert set(PARTS) <= set(cpu.parts)
+    # The parts add up to the process's CPU time, which /proc measured over the same level
+    # (in clock ticks, and from just inside the two scrapes: a little slack).
+    assert cpu.total_s == pytest.approx(level.cpu_s, rel=0.1, abs=0.1)
+    # The calls spoke: the engine's jobs ran, windows among them (how the text stages split
+    # between a segment's own and its lead's is the scheduler's business).
+    windows = cpu.parts["windows"] + cpu.parts["lead_windows"]
+    assert windows > 0 and cpu.engine_s >= windows
+    assert 0 < cpu.context_s < windows
+    # The test server keeps its phrase cache: a reply said again may be a hit, which renders
+    # nothing, so what was rendered is not held against what was heard here.
+    assert cpu.rendered_audio_s > 0
+    per = cpu.per(level.heard_s)
+    assert per is not None and per["total"] == pytest.approx(cpu.total_s / level.heard_s)
 
 
 def test_the_report_prints_serialises_and_plots(report: CallsReport) -> None:
@@ -128,10 +150,13 @@ def test_the_report_prints_serialises_and_plots(report: CallsReport) -> None:
     assert text.startswith(f"voxflow calls bench: {report.url}")
     capacity = "-" if report.capacity is None else str(report.capacity)
     assert f"  capacity: {capacity} calls" in text.splitlines()
+    assert "  where the CPU goes (CPU s per heard audio s)" in text.splitlines()
     figures = json.loads(json.dumps(report.as_dict()))
     assert figures["options"]["protocols"] == list(PROTOCOLS)
     (level,) = figures["voxflow"]
     assert level["turns"] == len(report.voxflow[0].turns) and level["failed"] == 0
+    assert set(level["cpu_breakdown"]["parts_s"]) >= set(PARTS)
+    assert figures["floor"] is None
     assert set(level["ttfa_ms_by_protocol"]) == set(PROTOCOLS)
     svg = minidom.parseString(calls_plot(report)).documentElement
     assert svg.tagName == "svg" and len(svg.getElementsByTagName("svg")) == 2

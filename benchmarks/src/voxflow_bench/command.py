@@ -1,14 +1,16 @@
 """The benchmark commands of the ``voxflow`` command line (``bench``, ``bench-engine``,
-``bench-intelligibility``, ``bench-cache``, ``bench-encoders``, ``bench-prosody``): their parsers
-and their runs. What each measures: docs/benchmarks.md."""
+``bench-intelligibility``, ``bench-cache``, ``bench-encoders``, ``bench-prosody``,
+``bench-flood``): their parsers and their runs. What each measures: docs/benchmarks.md."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -22,6 +24,7 @@ from voxflow import (
     installed_voices,
 )
 from voxflow.cli.plugins import comma_ints
+from voxflow_bench.calls.floor import EngineFloor, measure_floor
 from voxflow_bench.calls.lines import PROTOCOLS
 from voxflow_bench.calls.plan import CallPattern
 from voxflow_bench.corpus import Reply, load_corpus
@@ -32,7 +35,7 @@ from voxflow_bench.options import SECTIONS, BenchOptions
 from voxflow_bench.report import format_report
 from voxflow_bench.server import run_server_bench_sync, ttfa_plot
 
-if TYPE_CHECKING:  # pocketsphinx is a dev dependency: imported by the command that needs it
+if TYPE_CHECKING:  # faster-whisper is an extra (intelligibility): imported by the command
     from voxflow_bench.intelligibility import IntelligibilityReport
 
 __all__ = ["BENCH_COMMANDS", "add_bench_parsers", "bench_command"]
@@ -43,6 +46,7 @@ BENCH_COMMANDS = frozenset(
         "bench-cache",
         "bench-encoders",
         "bench-engine",
+        "bench-flood",
         "bench-intelligibility",
         "bench-markup",
         "bench-prosody",
@@ -151,10 +155,17 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--llm-pauses", type=float, default=0.3, help="share of replies that pause mid-reply"
     )
     calls.add_argument("--seed", type=int, default=1, help="the call scripts' seed")
+    calls.add_argument(
+        "--floor",
+        action="store_true",
+        help="first render the corpus's sentences whole on one thread in this process (the "
+        "engine-only floor, about a minute on calls.tsv), for the CPU breakdown to compare with",
+    )
 
     intelligibility = commands.add_parser(
         "bench-intelligibility",
-        help="PocketSphinx word error rate of streamed vs whole renderings (needs voxflow[dev])",
+        help="Whisper base's word error rate on each rendering: whole sentences, windows, "
+        "streamed, LLM tokens, word by word (needs voxflow-bench[intelligibility])",
     )
     intelligibility.add_argument(
         "--voice", action="append", required=True, help="voice name (repeat for several)"
@@ -170,6 +181,14 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--replies", type=int, help="with --corpus: only the first N replies"
     )
     intelligibility.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+    intelligibility.add_argument(
+        "--renderings",
+        default="whole,windows,streamed,tokens,word,word1",
+        help="renderings to hear, comma-separated (default %(default)s)",
+    )
+    intelligibility.add_argument(
+        "--beam-size", type=int, default=1, help="Whisper's beam (default 1: greedy)"
+    )
 
     markup = commands.add_parser(
         "bench-markup",
@@ -189,6 +208,7 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
 
     _add_prosody_parser(commands)
+    _add_flood_parser(commands)
 
 
 def bench_command(args: argparse.Namespace, out: TextIO) -> int:
@@ -210,6 +230,8 @@ def bench_command(args: argparse.Namespace, out: TextIO) -> int:
         return _bench_prosody(args, registry, out)
     if args.command == "bench-markup":
         return _bench_markup(args, out)
+    if args.command == "bench-flood":
+        return _bench_flood(args, out)
     raise ValueError(f"not a benchmark command: {args.command}")
 
 
@@ -235,6 +257,65 @@ def _add_prosody_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     prosody.add_argument("--workers", type=int, help="synthesis threads (default: one per core)")
     prosody.add_argument("--json", type=Path, help="also write everything as JSON here")
+
+
+def _add_flood_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from voxflow_bench.flood import FLOOD_PROTOCOLS  # noqa: PLC0415
+
+    flood = commands.add_parser(
+        "bench-flood",
+        help="refusals under a flood: connections opened at once past a full server, timed to "
+        "their 429 or error, and the admitted calls' TTFA with and without the flood",
+    )
+    flood.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="server URL (default %(default)s)"
+    )
+    flood.add_argument(
+        "--admitted",
+        type=int,
+        help="calls speaking when the flood comes (default: the server's stream_limit; start "
+        "it with e.g. --max-streams 4)",
+    )
+    flood.add_argument("--connections", type=int, default=48, help="opened at once (default 48)")
+    flood.add_argument("--rounds", type=int, default=5, help="flood rounds, each after a quiet one")
+    flood.add_argument(
+        "--protocols",
+        default=",".join(FLOOD_PROTOCOLS),
+        help="protocols the flood takes in turn (default %(default)s)",
+    )
+    flood.add_argument("--voice", help="voice to request (default: the server's)")
+    flood.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
+    flood.add_argument("--corpus", type=Path, help="replies file (default: bundled calls.tsv)")
+    flood.add_argument("--replies", type=int, help="only the first N replies")
+    flood.add_argument("--json", type=Path, help="also write the results as JSON here")
+
+
+def _bench_flood(args: argparse.Namespace, out: TextIO) -> int:
+    from voxflow_bench.flood import FloodOptions, format_flood, run_flood, stream_limit  # noqa: PLC0415
+
+    admitted = args.admitted
+    if admitted is None:
+        admitted = asyncio.run(stream_limit(args.url))
+        if admitted < 1:
+            raise ValueError("the server admits every stream: start it with --max-streams N")
+    options = FloodOptions(
+        admitted=admitted,
+        connections=args.connections,
+        rounds=args.rounds,
+        protocols=tuple(part.strip() for part in args.protocols.split(",") if part.strip()),
+        voice=args.voice,
+        token_rate=args.token_rate,
+    )
+
+    def progress(line: str) -> None:
+        print(f"  {line} ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+    replies = _replies(args, "calls.tsv")
+    report = asyncio.run(run_flood(args.url, options, replies, progress))
+    print(format_flood(report), file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    return 0
 
 
 def _bench_engine(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
@@ -264,29 +345,46 @@ def _bench_voice_engine(registry: VoiceRegistry, voice: str, threads: int = 1) -
 
 
 def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
-    # Imported here: pocketsphinx is a dev dependency, which the other commands do not need.
+    # Imported here: faster-whisper is the benchmarks' intelligibility extra, which the other
+    # commands do not need.
     try:
-        from voxflow_bench import intelligibility  # noqa: PLC0415
+        from voxflow_bench import intelligibility, whisper_model  # noqa: PLC0415
     except ImportError as error:
-        raise ValueError(f"bench-intelligibility needs voxflow[dev] ({error})") from error
+        raise ValueError(
+            f"bench-intelligibility needs voxflow-bench[intelligibility] ({error})"
+        ) from error
 
-    transcriber = intelligibility.Transcriber()
+    renderings = [name.strip() for name in args.renderings.split(",") if name.strip()]
+    unknown = sorted(set(renderings) - set(intelligibility.RENDERINGS))
+    if unknown or not renderings:
+        choices = ", ".join(intelligibility.RENDERINGS)
+        raise ValueError(f"--renderings: {', '.join(unknown) or 'none'} (of {choices})")
+    try:
+        transcriber = intelligibility.Transcriber(beam_size=args.beam_size)
+    except whisper_model.WhisperModelError as error:
+        raise ValueError(str(error)) from error
     replies = _replies(args) if args.corpus is not None else None
+    texts = intelligibility.SENTENCES if replies is None else [r.text for r in replies]
+    names = [f"{i + 1}/{len(texts)}" for i in range(len(texts))]
+    if replies is not None:
+        names = [f"{name} {reply.name}" for name, reply in zip(names, replies, strict=True)]
     reports: list[IntelligibilityReport] = []
     for voice in args.voice:
         engine = _bench_voice_engine(registry, voice)
         print(f"  running {voice} ...", file=sys.stderr)  # noqa: T201 - CLI output
-        if replies is None:
-            sentences = intelligibility.SENTENCES
-            reports.append(intelligibility.compare(engine, voice, sentences, transcriber))
-            continue
 
-        def progress(name: str, voice: str = voice) -> None:
-            print(f"  {voice}: {name} ...", file=sys.stderr)  # noqa: T201 - CLI output
+        def progress(index: int, voice: str = voice) -> None:
+            print(f"  {voice}: {names[index]} ...", file=sys.stderr)  # noqa: T201 - CLI output
 
         reports.append(
-            intelligibility.compare_replies(
-                engine, voice, replies, transcriber, args.token_rate, progress
+            intelligibility.compare(
+                engine,
+                voice,
+                texts,
+                transcriber,
+                renderings,
+                token_rate=args.token_rate,
+                progress=progress,
             )
         )
     if args.json:
@@ -325,13 +423,29 @@ def _bench_calls(args: argparse.Namespace, out: TextIO) -> int:
         pattern=pattern,
         voice=args.voice,
     )
-    report = asyncio.run(run_calls(args.url, options, _replies(args, "calls.tsv"), args.peer))
+    replies = _replies(args, "calls.tsv")
+    floor = _engine_floor(args.voice, replies) if args.floor else None
+    report = asyncio.run(run_calls(args.url, options, replies, args.peer))
+    if floor is not None:
+        report = dataclasses.replace(report, floor=floor)
     print(format_calls(report), file=out)
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
     if args.plot is not None:
         args.plot.write_text(calls_plot(report))
     return 0
+
+
+def _engine_floor(voice: str | None, replies: Sequence[Reply]) -> EngineFloor:
+    """The calls' engine-only floor (``--floor``), with ``voice`` (default: the bundled one)."""
+    registry = installed_voices()
+    name = voice or registry.default_voice
+    engine = _bench_voice_engine(registry, name, threads=1)
+
+    def progress(done: int, of: int) -> None:
+        print(f"  engine floor: {done} of {of} sentences ...", file=sys.stderr)  # noqa: T201 - CLI output
+
+    return measure_floor(engine, name, replies, progress)
 
 
 def _bench_server(args: argparse.Namespace, out: TextIO) -> int:

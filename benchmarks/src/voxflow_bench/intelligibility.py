@@ -1,30 +1,39 @@
-"""Intelligibility: does a recogniser understand the streamed audio as well as whole renders?
+"""Intelligibility: does a recogniser that hears like a listener understand each rendering?
 
-Each text is spoken twice through ``LocalSpeaker``, the server's own path, with the same seed:
-*whole*, the sentence-by-sentence baseline of local TTS servers (``streamed=False`` with sentence
-chunking: each sentence rendered in one run, joined by the server's seams), and *streamed*. Both
-come out at 16 kHz, resampled by the server's resampler as a client asking for ``pcm_16000``
-gets them, and PocketSphinx (offline, its bundled US English model) transcribes them; each
-transcript is scored against the text by word error rate. PocketSphinx is a weak recogniser, so
-the whole render's WER is far from zero; the figure that matters is the difference between the
-two renderings, which is what streaming costs a listener.
+The recogniser is Whisper base (OpenAI's weights, MIT) on CTranslate2 through faster-whisper,
+int8 on the CPU, loaded from a local model directory that ``voxflow_bench.whisper_model``
+assembles once from the two packages of the ``intelligibility`` extra: nothing is downloaded.
+It transcribes in English (``language="en"``), greedily (``temperature=0``, ``BEAM_SIZE`` 1),
+each rendering whole, with no voice activity filter that could drop speech.
 
-``compare`` (the built-in sentences) streams each sentence in windows, and nothing else
-(sentence chunking, no lead): the cost of the windows alone, which for Piper is nothing (they
-are the whole render to within rounding) and for Kokoro is what its running normalisation does
-(docs/kokoro.md). The scheduler sizes windows by how far ahead the stream is, which on a busy
-machine is a matter of timing: here they are held to the smallest it renders (16 frames, then
-32 each: ``SMALLEST_WINDOWS``), which makes Piper's fixed. Kokoro's are not: its first window is
-its own (24 frames), and a Kokoro stream with little audio in hand by its learnt costs gets
-16-frame windows, so its figure follows the speaker's history (a fresh process gives the same
-figure each run). The sentences have no digits, so no number spelling is needed to compare
-words.
+Each text is spoken through ``LocalSpeaker``, the server's own path, once per rendering
+(``RENDERINGS``), each on its own speaker on the one engine, with the same settings (seed 1),
+and comes out at 16 kHz, resampled by the server's resampler as a client asking for
+``pcm_16000`` gets it:
 
-``compare_replies`` streams agent replies as the server does, as LLM tokens at an LLM's pace
-(``tokens.paced``): the leads, their takeovers and the cuts made while the text runs dry, on top
-of the windows. Both renderings are scored against the reply's spoken form (as the session's
-normalizer says it: "$86.40" is "eighty-six dollars and forty cents") and rendered without the
-voice's noise (``noise_scale = noise_w = 0``), so that the two differ only where the stream cut.
+- *whole*: sentence by sentence, each sentence rendered in one run and joined by the server's
+  seams (``voxflow say --chunking sentence --no-stream``): the baseline of local TTS servers.
+- *windows*: sentence by sentence as *whole*, streamed in the smallest windows the scheduler
+  renders (16 frames, then 32 each: ``SMALLEST_WINDOWS``) and no lead: what the windows alone
+  cost, which for Piper is nothing (the whole render to within rounding) and for Kokoro is what
+  its running normalisation does (docs/kokoro.md). Kokoro's first window is its own (24
+  frames), and a Kokoro stream with little audio in hand by its learnt costs gets 16-frame
+  windows, so its figure follows the speaker's history.
+- *streamed*: the text in one message, with the server's default chunking, leads and windows:
+  what ``voxflow say`` and the HTTP endpoints render.
+- *tokens*: the text as LLM tokens at ``token_rate`` a second (``tokens.paced``), as the
+  native WebSocket gets a reply: the leads, their takeovers and the cuts made while the text
+  runs dry, on top of the windows.
+- *word*: with word chunking (``voxflow say --chunking word``): segments of six words
+  (``ChunkingConfig.words_per_chunk``), each rendered on its own and joined by the seams.
+- *word1*: one word a segment (``voxflow say --chunking word --schedule 1``), each word rendered
+  on its own: the known-bad anchor, what a recogniser makes of speech cut at every word.
+
+Each transcript is scored against the text by word error rate, after both are put in the same
+spoken words (``spoken_words``): the server's own normaliser (``voxflow.Normalizer``) writes
+numbers, money, dates and times out ("$86.40" and "86 dollars and 40 cents" both become
+"eighty-six dollars and forty cents"), then case, punctuation and hyphens go and apostrophes
+are made straight.
 """
 
 from __future__ import annotations
@@ -32,33 +41,40 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import pocketsphinx
+from faster_whisper import WhisperModel
 
 from voxflow import (
     ChunkingConfig,
     Engine,
     LocalSpeaker,
+    Normalizer,
     SchedulerSettings,
     SessionConfig,
     StartOptions,
     Strategy,
     VoiceSettings,
 )
+from voxflow_bench import whisper_model
 from voxflow_bench.corpus import Reply
 from voxflow_bench.prosody.render import reference_speaker, streamed_speaker
 from voxflow_bench.tokens import llm_tokens, paced
 
 __all__ = [
+    "BEAM_SIZE",
     "RECOGNISER_FORMAT",
-    "REPLY_SETTINGS",
+    "RENDERINGS",
+    "RENDERING_HELP",
     "SENTENCES",
     "SETTINGS",
     "SMALLEST_WINDOWS",
+    "Heard",
     "IntelligibilityReport",
     "SentenceResult",
     "Speakers",
@@ -66,6 +82,7 @@ __all__ = [
     "compare",
     "compare_replies",
     "scored",
+    "spoken_words",
     "word_error_rate",
     "word_errors",
 ]
@@ -75,10 +92,26 @@ log = logging.getLogger(__name__)
 RECOGNISER_RATE = 16000
 RECOGNISER_FORMAT = f"pcm_{RECOGNISER_RATE}"
 SETTINGS = VoiceSettings(seed=1)
-REPLY_SETTINGS = VoiceSettings(noise_scale=0.0, noise_w=0.0)
 
-# What a voice agent says: appointments, orders, weather, apologies. No digits or abbreviations
-# (the recogniser writes words), short and long clauses, and one long clause without commas.
+# Greedy decoding, not faster-whisper's default beam of 5: on the built-in sentences (bundled
+# voice) beam 5 took 16% longer for the whole run, heard whole renderings no better (3 errors in
+# 174 words either way), and used its language model to repair speech cut at every word (the
+# known-bad anchor: 15 errors against greedy's 39), hiding what the bench is there to show;
+# it also ended one sentence early ("is there anything else I can?"). docs/benchmarks.md.
+BEAM_SIZE = 1
+
+RENDERINGS: tuple[str, ...] = ("whole", "windows", "streamed", "tokens", "word", "word1")
+RENDERING_HELP: Mapping[str, str] = {
+    "whole": "sentence by sentence, each in one run (say --chunking sentence --no-stream)",
+    "windows": "sentence by sentence in the smallest windows, no lead",
+    "streamed": "the text in one message, as say and HTTP render it (default chunking)",
+    "tokens": "LLM tokens at --token-rate a second, as the native WebSocket gets them",
+    "word": "six words a segment (say --chunking word)",
+    "word1": "one word a segment (say --chunking word --schedule 1): the known-bad anchor",
+}
+
+# What a voice agent says: appointments, orders, weather, apologies. No digits or abbreviations,
+# short and long clauses, and one long clause without commas.
 SENTENCES: tuple[str, ...] = (
     "Good morning, how can I help you today?",
     "Your appointment is confirmed for Tuesday morning.",
@@ -99,18 +132,31 @@ SENTENCES: tuple[str, ...] = (
     "Is there anything else I can help you with?",
 )
 
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
+_NORMALIZER = Normalizer()
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+# Whisper writes "two thirty p m" as "230 pm" and "at three fifteen" as "at 3.15": put the colon
+# back, so that the normaliser reads a time, not "two hundred thirty" or "three point one five".
+_CLOCK_WITHOUT_COLON = re.compile(r"\b(1[0-2]|0?[1-9])([0-5][0-9])(\s*[ap]\.?\s?m\b)", re.I)
+_CLOCK_WITH_DOT = re.compile(r"\b(at (?:1[0-2]|0?[1-9]))\.([0-5][0-9])\b(?![.,]?[0-9])", re.I)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+# Spellings Whisper writes either way, counted as one word.
+_SPELLINGS = {"canceled": "cancelled", "apologise": "apologize", "okay": "ok"}
 
 
-def _words(text: str) -> list[str]:
-    """Lower-cased words, punctuation dropped (apostrophes inside a word kept)."""
-    return _WORD.findall(text.lower())
+def spoken_words(text: str) -> list[str]:
+    """``text`` as the words a listener hears: numbers, money, dates and times written out by
+    the server's normaliser, then lower case, punctuation and hyphens dropped (apostrophes
+    inside a word kept, curly ones made straight), a few spelling variants made one."""
+    text = _CLOCK_WITHOUT_COLON.sub(r"\1:\2\3", text.translate(_APOSTROPHES))
+    text = _CLOCK_WITH_DOT.sub(r"\1:\2", text)
+    words = _WORD.findall(_NORMALIZER.normalize(text).text.lower())
+    return [_SPELLINGS.get(word, word) for word in words]
 
 
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     """Word-level edit distance (substitutions + deletions + insertions) and the number of
-    reference words, after lower-casing and dropping punctuation."""
-    ref, hyp = _words(reference), _words(hypothesis)
+    reference words, both texts as ``spoken_words``."""
+    ref, hyp = spoken_words(reference), spoken_words(hypothesis)
     previous = list(range(len(hyp) + 1))
     for i, ref_word in enumerate(ref, start=1):
         current = [i]
@@ -135,165 +181,222 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 
 
 class Transcriber:
-    """One PocketSphinx decoder with its default (bundled US English) model.
+    """Whisper base through faster-whisper: CTranslate2, int8, on the CPU, from the local model
+    directory (``whisper_model.model_dir``, assembled from the installed packages on first use).
 
-    Not thread-safe: a decoder holds one utterance at a time; give each thread its own. Each
-    transcription starts from the model's initial cepstral mean, so that no result depends on
-    what was transcribed before (digital silence, for one, leaves a NaN mean behind).
+    ``transcribe`` decodes with ``temperature=0`` (no sampling fallback), ``language="en"``,
+    ``beam_size`` (``BEAM_SIZE``), no voice activity filter, and no conditioning on an earlier
+    text: a transcript depends on its audio alone. Calls from several threads take turns.
     """
 
-    def __init__(self) -> None:
-        self._decoder = pocketsphinx.Decoder(samprate=RECOGNISER_RATE, logfn=os.devnull)
-        self._initial_cmn = self._decoder.get_cmn()
+    def __init__(
+        self,
+        directory: Path | None = None,
+        beam_size: int = BEAM_SIZE,
+        threads: int | None = None,
+    ) -> None:
+        if beam_size < 1:
+            raise ValueError(f"the beam size must be at least 1, got {beam_size}")
+        self.directory = whisper_model.model_dir() if directory is None else directory
+        self.beam_size = beam_size
+        self._model = WhisperModel(
+            str(self.directory),  # a local directory: faster-whisper never asks the hub
+            device="cpu",
+            compute_type="int8",
+            cpu_threads=threads if threads is not None else min(4, os.cpu_count() or 1),
+            local_files_only=True,
+        )
+
+    @property
+    def description(self) -> str:
+        return (
+            f"Whisper base (faster-whisper {version('faster-whisper')}, CTranslate2 "
+            f"{version('ctranslate2')}, int8, beam {self.beam_size})"
+        )
 
     def transcribe(self, audio: npt.NDArray[np.float32]) -> str:
-        """The recognised text of mono float ``audio`` at 16 kHz (lower case).
-
-        The audio is heard with 200 ms of silence before and after it, as a listener's player
-        plays it: a stream starts on its first word (the session trims a render's leading
-        silence), and without a lead-in the recogniser mishears it ("let me" as "i'm a").
-        """
-        quiet = np.zeros(RECOGNISER_RATE // 5, dtype=np.float32)
-        heard = np.concatenate((quiet, audio, quiet))
-        pcm = np.clip(np.round(heard * 32768.0), -32768, 32767).astype("<i2")
-        self._decoder.set_cmn(self._initial_cmn)
-        self._decoder.start_utt()
-        self._decoder.process_raw(pcm.tobytes(), full_utt=True)
-        self._decoder.end_utt()
-        hypothesis = self._decoder.hyp()
-        return "" if hypothesis is None else str(hypothesis.hypstr)
+        """The recognised text of mono float ``audio`` at 16 kHz (as Whisper writes it)."""
+        segments, _info = self._model.transcribe(
+            np.ascontiguousarray(audio, dtype=np.float32),
+            language="en",
+            task="transcribe",
+            beam_size=self.beam_size,
+            temperature=0.0,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+        )
+        return " ".join(str(segment.text).strip() for segment in segments).strip()
 
 
 # Windows of at most 32 frames: 16, then 32 each for Piper (see the module docstring).
 SMALLEST_WINDOWS = SchedulerSettings(first_window_frames=16, max_window_frames=32)
 
 
-class Speakers:
-    """The two renderings of a voice, each a ``LocalSpeaker`` on one engine: ``whole`` sentence
-    by sentence, and ``streamed`` in windows: with the server's leads, chunking and windows when
-    ``leads``, else by sentence as ``whole`` is, in the smallest windows (see the module
-    docstring)."""
-
-    def __init__(self, engine: Engine, voice: str, leads: bool) -> None:
-        self.whole = reference_speaker(engine, voice)
+def rendering_speaker(engine: Engine, voice: str, rendering: str) -> LocalSpeaker:
+    """The speaker that gives ``rendering`` (one of ``RENDERINGS``) of ``voice``."""
+    if rendering == "whole":
+        return reference_speaker(engine, voice)
+    if rendering == "windows":
         sentences = ChunkingConfig(strategy=Strategy.SENTENCE, lead_cost=None)
-        windowed = SessionConfig(voice, chunking=sentences)
-        self.streamed = (
-            streamed_speaker(engine, voice)
-            if leads
-            else LocalSpeaker(engine, windowed, scheduler=SMALLEST_WINDOWS)
+        config = SessionConfig(voice, chunking=sentences)
+        return LocalSpeaker(engine, config, scheduler=SMALLEST_WINDOWS)
+    if rendering in {"streamed", "tokens"}:
+        return streamed_speaker(engine, voice)
+    if rendering in {"word", "word1"}:
+        words = ChunkingConfig(
+            strategy=Strategy.WORD, chunk_length_schedule=(1,) if rendering == "word1" else None
         )
-        self.spoken = windowed.normalizer  # what a session says for a text
+        return LocalSpeaker(engine, SessionConfig(voice, chunking=words))
+    raise ValueError(f"not a rendering: {rendering!r} (one of {', '.join(RENDERINGS)})")
+
+
+class Speakers:
+    """One ``LocalSpeaker`` a rendering (``rendering_speaker``), all on one engine."""
+
+    def __init__(self, engine: Engine, voice: str, renderings: Sequence[str] = RENDERINGS) -> None:
+        self._speakers: dict[str, LocalSpeaker] = {}
+        try:
+            for rendering in renderings:
+                self._speakers[rendering] = rendering_speaker(engine, voice, rendering)
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> Speakers:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self.streamed.close()
-        self.whole.close()
+        self.close()
+
+    def close(self) -> None:
+        for speaker in self._speakers.values():
+            speaker.close()
 
     def heard(
         self,
         transcriber: Transcriber,
         text: str,
-        settings: VoiceSettings,
-        pieces: Iterable[str] | None = None,
-    ) -> tuple[str, str]:
-        """What ``transcriber`` hears in ``text`` spoken whole and streamed (its ``pieces`` as
-        they arrive, when given)."""
+        settings: VoiceSettings = SETTINGS,
+        token_rate: float = 50.0,
+    ) -> dict[str, str]:
+        """What ``transcriber`` hears in each rendering of ``text``."""
         options = StartOptions(settings=settings, output_format=RECOGNISER_FORMAT)
-        whole = self.whole.say(text, options)
-        streamed = self.streamed.say(text if pieces is None else pieces, options)
-        return transcriber.transcribe(whole.audio), transcriber.transcribe(streamed.audio)
+        heard = {}
+        for rendering, speaker in self._speakers.items():
+            said = paced(llm_tokens(text), token_rate) if rendering == "tokens" else text
+            heard[rendering] = transcriber.transcribe(speaker.say(said, options).audio)
+        return heard
+
+
+@dataclass(frozen=True)
+class Heard:
+    text: str  # what the recogniser wrote
+    errors: int  # word errors against the reference
 
 
 @dataclass(frozen=True)
 class SentenceResult:
     reference: str
-    whole: str  # what the recogniser heard in the whole render
-    streamed: str  # ... and in the streamed one
-    words: int
-    whole_errors: int
-    streamed_errors: int
+    words: int  # the reference's spoken words
+    heard: Mapping[str, Heard]  # by rendering
 
-    @property
-    def wer_whole(self) -> float:
-        return self.whole_errors / self.words
-
-    @property
-    def wer_streamed(self) -> float:
-        return self.streamed_errors / self.words
+    def wer(self, rendering: str) -> float:
+        return self.heard[rendering].errors / max(1, self.words)
 
 
 @dataclass(frozen=True)
 class IntelligibilityReport:
     voice: str
+    recogniser: str
+    renderings: tuple[str, ...]
     sentences: tuple[SentenceResult, ...]
+    token_rate: float = 50.0
 
     @property
-    def wer_whole(self) -> float:
+    def words(self) -> int:
+        return sum(s.words for s in self.sentences)
+
+    def errors(self, rendering: str) -> int:
+        return sum(s.heard[rendering].errors for s in self.sentences)
+
+    def wer(self, rendering: str) -> float:
         """Total errors over total reference words (not a mean of per-sentence rates)."""
-        return sum(s.whole_errors for s in self.sentences) / self._words
-
-    @property
-    def wer_streamed(self) -> float:
-        return sum(s.streamed_errors for s in self.sentences) / self._words
-
-    @property
-    def _words(self) -> int:
-        return max(1, sum(s.words for s in self.sentences))
+        return self.errors(rendering) / max(1, self.words)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "voice": self.voice,
-            "wer_whole": round(self.wer_whole, 4),
-            "wer_streamed": round(self.wer_streamed, 4),
+            "recogniser": self.recogniser,
+            "token_rate": self.token_rate,
+            "words": self.words,
+            "wer": {r: round(self.wer(r), 4) for r in self.renderings},
+            "errors": {r: self.errors(r) for r in self.renderings},
             "sentences": [
                 {
                     "reference": s.reference,
-                    "whole": s.whole,
-                    "streamed": s.streamed,
-                    "wer_whole": round(s.wer_whole, 4),
-                    "wer_streamed": round(s.wer_streamed, 4),
+                    "words": s.words,
+                    "heard": {r: s.heard[r].text for r in self.renderings},
+                    "errors": {r: s.heard[r].errors for r in self.renderings},
                 }
                 for s in self.sentences
             ],
         }
 
     def format(self) -> str:
+        """The WER of each rendering, then each misheard text with the renderings misheard."""
         lines = [
-            f"{self.voice}: WER whole {self.wer_whole:.3f}, streamed {self.wer_streamed:.3f} "
-            f"({len(self.sentences)} sentences, {self._words} words)"
+            f"{self.voice}: {len(self.sentences)} texts, {self.words} words; {self.recogniser}",
+            f"  {'rendering':<10} {'WER':>6} {'errors':>7}",
         ]
-        for s in self.sentences:
-            lines.append(f"  ref       {s.reference}")
-            lines.append(f"  whole     {s.whole}  [{s.wer_whole:.2f}]")
-            lines.append(f"  streamed  {s.streamed}  [{s.wer_streamed:.2f}]")
+        lines += [
+            f"  {r:<10} {self.wer(r):>6.3f} {self.errors(r):>7}  {RENDERING_HELP.get(r, '')}"
+            for r in self.renderings
+        ]
+        misheard = [s for s in self.sentences if any(h.errors for h in s.heard.values())]
+        if misheard:
+            lines.append("  misheard:")
+        for s in misheard:
+            lines.append(f"    {'ref':<10} {s.reference}")
+            for rendering in self.renderings:
+                heard = s.heard[rendering]
+                if heard.errors:
+                    lines.append(f"    {rendering:<10} {heard.text}  [{heard.errors}]")
         return "\n".join(lines)
+
+
+def scored(voice: str, reference: str, heard: Mapping[str, str]) -> SentenceResult:
+    """Each rendering's transcript of ``reference`` scored against it (and logged)."""
+    results = {}
+    words = len(spoken_words(reference))
+    for rendering, text in heard.items():
+        errors, _ = word_errors(reference, text)
+        results[rendering] = Heard(text, errors)
+    log.info("%s: %r -> %r", voice, reference, heard)
+    return SentenceResult(reference, words, results)
 
 
 def compare(
     engine: Engine,
     voice: str,
-    sentences: Sequence[str],
+    texts: Sequence[str],
     transcriber: Transcriber,
+    renderings: Sequence[str] = RENDERINGS,
     settings: VoiceSettings = SETTINGS,
+    token_rate: float = 50.0,
+    progress: Callable[[int], None] = lambda _index: None,
 ) -> IntelligibilityReport:
-    """Each sentence spoken whole and in windows (same seed), both transcribed and scored."""
+    """Each of ``texts`` spoken in each of ``renderings``, transcribed and scored
+    (``progress`` is told the index of each text as it starts)."""
     results = []
-    with Speakers(engine, voice, leads=False) as speakers:
-        for text in sentences:
-            whole, streamed = speakers.heard(transcriber, text, settings)
-            results.append(scored(voice, text, whole, streamed))
-    return IntelligibilityReport(voice, tuple(results))
-
-
-def scored(voice: str, reference: str, whole: str, streamed: str) -> SentenceResult:
-    """Both transcripts of ``reference`` scored against it (and logged)."""
-    whole_errors, words = word_errors(reference, whole)
-    streamed_errors, _ = word_errors(reference, streamed)
-    log.info("%s: %r -> whole %r, streamed %r", voice, reference, whole, streamed)
-    return SentenceResult(reference, whole, streamed, words, whole_errors, streamed_errors)
+    with Speakers(engine, voice, renderings) as speakers:
+        for index, text in enumerate(texts):
+            progress(index)
+            heard = speakers.heard(transcriber, text, settings, token_rate)
+            results.append(scored(voice, text, heard))
+    return IntelligibilityReport(
+        voice, transcriber.description, tuple(renderings), tuple(results), token_rate
+    )
 
 
 def compare_replies(
@@ -301,18 +404,17 @@ def compare_replies(
     voice: str,
     replies: Sequence[Reply],
     transcriber: Transcriber,
+    renderings: Sequence[str] = RENDERINGS,
     token_rate: float = 50.0,
     progress: Callable[[str], None] = lambda _name: None,
 ) -> IntelligibilityReport:
-    """Each reply streamed as LLM tokens at ``token_rate`` a second, and spoken whole sentence
-    by sentence (see the module docstring); both transcribed and scored against its spoken
-    form."""
-    results = []
-    with Speakers(engine, voice, leads=True) as speakers:
-        for reply in replies:
-            progress(reply.name)
-            tokens = paced(llm_tokens(reply.text), token_rate)
-            whole, streamed = speakers.heard(transcriber, reply.text, REPLY_SETTINGS, tokens)
-            spoken = speakers.spoken.normalize(reply.text).text
-            results.append(scored(voice, spoken, whole, streamed))
-    return IntelligibilityReport(voice, tuple(results))
+    """``compare`` on agent replies (``progress`` is told each reply's name)."""
+    return compare(
+        engine,
+        voice,
+        [reply.text for reply in replies],
+        transcriber,
+        renderings,
+        token_rate=token_rate,
+        progress=lambda index: progress(replies[index].name),
+    )

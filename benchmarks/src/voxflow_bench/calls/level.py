@@ -2,7 +2,8 @@
 
 Each call runs its script (``plan``) on one line (``lines``), turn after turn, until the level's
 time is up; a turn under way then finishes. The server's processes are sampled (``process``)
-for CPU time, over the whole level, and resident memory, every second.
+for CPU time, over the whole level, and resident memory, every second; a voxflow server's
+``/metrics`` just before and after the level say where its CPU went (``cpu``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from voxflow_bench.calls.cpu import CpuBreakdown, scrape
 from voxflow_bench.calls.lines import Line
 from voxflow_bench.calls.plan import CallPattern, CallScript
 from voxflow_bench.calls.process import ProcessSample, sample
@@ -48,6 +50,7 @@ class LevelResult:
     rss_start_mib: float | None
     rss_peak_mib: float | None
     client_cpu_s: float = 0.0  # what the benchmark itself used (it may share the machine)
+    cpu_breakdown: CpuBreakdown | None = None  # the server's own split of its CPU (``cpu``)
 
     @property
     def admitted(self) -> tuple[TurnResult, ...]:
@@ -107,9 +110,11 @@ class LevelResult:
         return max((t.longest_gap_ms for t in self.admitted), default=0.0)
 
     @property
-    def cpu_per_audio_s(self) -> float | None:
-        audio = self.audio_s
-        return None if self.cpu_s is None or audio <= 0 else self.cpu_s / audio
+    def cpu_per_heard_s(self) -> float | None:
+        """The server's CPU seconds per second of audio its listeners heard (audio received
+        after a barge-in, or never played, costs as much and counts for nothing)."""
+        heard = self.heard_s
+        return None if self.cpu_s is None or heard <= 0 else self.cpu_s / heard
 
     def within(self, goal: ServiceLevel) -> bool:
         p95 = self.ttfa_ms.p95
@@ -149,7 +154,10 @@ class LevelResult:
             "heard_s": r(self.heard_s, 1),
             "audio_s": r(self.audio_s, 1),
             "cpu_s": r(self.cpu_s, 2),
-            "cpu_per_audio_s": r(self.cpu_per_audio_s, 4),
+            "cpu_per_heard_s": r(self.cpu_per_heard_s, 4),
+            "cpu_breakdown": None
+            if self.cpu_breakdown is None
+            else self.cpu_breakdown.as_dict(self.heard_s),
             "client_cpu_s": r(self.client_cpu_s, 2),
             "rss_start_mib": r(self.rss_start_mib, 1),
             "rss_peak_mib": r(self.rss_peak_mib, 1),
@@ -219,9 +227,11 @@ async def run_level(
     pattern: CallPattern,
     replies: Sequence[Reply],
     pids: tuple[int, ...],
+    metrics: str | None = None,
 ) -> LevelResult:
     """``calls`` calls for ``duration_s`` against ``server`` (a label), each on
-    ``make_line(index)``; ``pids`` are the server's processes (empty: no CPU or RSS)."""
+    ``make_line(index)``; ``pids`` are the server's processes (empty: no CPU or RSS);
+    ``metrics``: its ``/metrics`` URL, for the CPU breakdown (None: none taken)."""
     turns: list[TurnResult] = []
     peak: list[float] = []
 
@@ -232,6 +242,7 @@ async def run_level(
                 peak.append(now.rss_bytes / 2**20)
             await asyncio.sleep(_RSS_EVERY_S)
 
+    counters = None if metrics is None else await scrape(metrics)
     before: ProcessSample | None = sample(pids)
     start = time.monotonic()
     client_start = time.process_time()
@@ -250,6 +261,11 @@ async def run_level(
     after = sample(pids)
     seconds = time.monotonic() - start
     cpu = None if before is None or after is None else after.cpu_s - before.cpu_s
+    breakdown = None
+    if metrics is not None and counters is not None:
+        counters_after = await scrape(metrics)
+        if counters_after is not None:
+            breakdown = CpuBreakdown.between(counters, counters_after)
     return LevelResult(
         server=server,
         calls=calls,
@@ -259,4 +275,5 @@ async def run_level(
         rss_start_mib=None if before is None else before.rss_bytes / 2**20,
         rss_peak_mib=max(peak, default=None),
         client_cpu_s=time.process_time() - client_start,
+        cpu_breakdown=breakdown,
     )

@@ -1,15 +1,18 @@
-"""The calls benchmark's report: a table per server, the capacity, and the curves as SVG."""
+"""The calls benchmark's report: a table per server, the capacity, where the CPU goes, and the
+curves as SVG."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from voxflow_bench.calls.cpu import PARTS
+from voxflow_bench.calls.floor import EngineFloor
 from voxflow_bench.calls.level import LevelResult
 from voxflow_bench.calls.run import CallsReport
 from voxflow_bench.calls.turn import QUIET_BOUND_S, TurnResult
 from voxflow_bench.plot import Series, scatter_svg, stack_svg
 
-__all__ = ["calls_plot", "format_calls"]
+__all__ = ["calls_plot", "cpu_section", "format_calls"]
 
 _HEADER = (
     "calls",
@@ -25,7 +28,7 @@ _HEADER = (
     "longest quiet",
     "in LLM pauses",
     "refusal max",
-    "CPU s/audio s",
+    "CPU s/heard s",
     "RSS peak MiB",
     "kept",
 )
@@ -53,18 +56,76 @@ def _row(level: LevelResult, kept: bool) -> list[str]:
         _ms(level.longest_quiet_ms),
         f"{100 * level.starved_gap_share:.2f}%",
         _ms(level.refusal_ms.max, 1),
-        _ms(level.cpu_per_audio_s, 3),
+        _ms(level.cpu_per_heard_s, 3),
         _ms(level.rss_peak_mib),
         "yes" if kept else "no",
     ]
 
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in [_HEADER, *rows]) for i in range(len(_HEADER))]
+def _table(rows: Sequence[Sequence[str]], header: Sequence[str] = _HEADER) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return [
         "  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
-        for row in [_HEADER, *rows]
+        for row in [header, *rows]
     ]
+
+
+_PART_NAMES = {
+    "text_stage": "text stage",
+    "lead_text_stage": "lead text",
+    "windows": "windows",
+    "lead_windows": "lead windows",
+    "scheduling": "scheduling",
+    "encode": "encode",
+    "event_loop": "event loop",
+    "other": "other",
+}
+_AUDIO_HEADER = ("rendered s", "received s", "heard s", "not heard")
+
+
+def _cpu_header(floor: EngineFloor | None) -> tuple[str, ...]:
+    ratio = ("x floor",) if floor is not None else ()
+    parts = tuple(_PART_NAMES[p] for p in PARTS)
+    return ("calls", *parts, "total", "context", *ratio, *_AUDIO_HEADER)
+
+
+def _cpu_row(level: LevelResult, floor: EngineFloor | None) -> list[str] | None:
+    """``level``'s breakdown per heard second (None: no breakdown)."""
+    cpu = level.cpu_breakdown
+    if cpu is None:
+        return None
+    per = cpu.per(level.heard_s)
+    figures = [_ms(None if per is None else per.get(p), 4) for p in (*PARTS, "total", "context")]
+    if floor is not None:
+        ratio = None if per is None or floor.per_audio_s <= 0 else per["total"] / floor.per_audio_s
+        figures.append("-" if ratio is None else f"{ratio:.2f}x")
+    rendered = cpu.rendered_audio_s
+    unheard = 100 * (rendered - level.heard_s) / rendered if rendered > 0 else None
+    return [
+        str(level.calls),
+        *figures,
+        f"{rendered:.1f}",
+        f"{level.audio_s:.1f}",
+        f"{level.heard_s:.1f}",
+        "-" if unheard is None else f"{unheard:.1f}%",
+    ]
+
+
+def cpu_section(levels: Sequence[LevelResult], floor: EngineFloor | None = None) -> list[str]:
+    """Where each level's CPU went, per heard second, with the audio accounting (no lines
+    when no level has a breakdown: a server without the metrics)."""
+    rows = [row for level in levels if (row := _cpu_row(level, floor)) is not None]
+    if not rows:
+        return []
+    lines = ["", "  where the CPU goes (CPU s per heard audio s)"]
+    lines += _table(rows, _cpu_header(floor))
+    lines.append(
+        "  from the server's /metrics; context: the windows' decoder context (part of both kinds "
+        "of window); not heard: share of the rendered audio no listener heard (barged in after "
+        "it was rendered ahead, leads whose takeovers replaced them)"
+        + ("; x floor: total over the engine floor" if floor is not None else "")
+    )
+    return lines
 
 
 def format_calls(report: CallsReport) -> str:
@@ -83,15 +144,18 @@ def format_calls(report: CallsReport) -> str:
         f"a quiet gap: no audio on the wire for over {QUIET_BOUND_S:g} s before a turn's end",
         f"service level: TTFA p95 <= {goal.ttfa_p95_ms:g} ms, gaps <= {100 * goal.gap_share:g}% "
         f"of audio, at most {goal.quiet_gaps} quiet gaps and {goal.refusals} refusals",
-        "",
-        "voxflow",
     ]
+    if report.floor is not None:
+        lines.append(report.floor.line())
+    lines += ["", "voxflow"]
     lines += _table([_row(level, level.within(goal)) for level in report.voxflow])
     lines.append(f"  capacity: {_ms(report.capacity)} calls")
+    lines += cpu_section(report.voxflow, report.floor)
     if report.peer_levels:
         lines += ["", "peer"]
         lines += _table([_row(level, level.within(goal)) for level in report.peer_levels])
         lines.append(f"  capacity: {_ms(report.peer_capacity)} calls")
+        lines += cpu_section(report.peer_levels, report.floor)
     gaps = _named(report, LevelResult.worst_gaps, "longest_gap_ms")
     if gaps:
         lines += ["", "longest voxflow gaps: " + ", ".join(gaps[:8])]

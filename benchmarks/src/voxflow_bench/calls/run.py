@@ -3,7 +3,8 @@
 Each level runs N calls (``level``) against the server, then, with ``--peer``, the same N calls
 (same scripts) against the peer, so that machine drift hits both alike. Calls take turns over
 the protocols in ``protocols``; the peer speaks Wyoming only. The capacity is the largest N
-whose level and every smaller one kept the service level.
+whose level and every smaller one kept the service level. The report may carry the engine's
+floor (``floor``), measured before the levels, for the CPU breakdown to be read against.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from voxflow_bench.calls.cpu import metrics_url
+from voxflow_bench.calls.floor import EngineFloor
 from voxflow_bench.calls.level import LevelResult, ServiceLevel, run_level
 from voxflow_bench.calls.lines import LINES, PROTOCOLS, Line, open_line
 from voxflow_bench.calls.plan import CallPattern
@@ -79,6 +82,7 @@ class CallsReport:
     replies: int
     voxflow: tuple[LevelResult, ...]
     peer_levels: tuple[LevelResult, ...] = ()
+    floor: EngineFloor | None = None  # ``--floor``: the engine alone on whole sentences
 
     @property
     def capacity(self) -> int | None:
@@ -98,6 +102,7 @@ class CallsReport:
             "peer_capacity": self.peer_capacity,
             "voxflow": [level.as_dict() for level in self.voxflow],
             "peer_levels": [level.as_dict() for level in self.peer_levels],
+            "floor": None if self.floor is None else self.floor.as_dict(),
         }
 
 
@@ -117,6 +122,10 @@ async def run_calls(
     peer_pids = () if peer is None else _pids(peer)
     if not pids:
         log.warning("no local process listens on %s: CPU and memory are not measured", url)
+    # One scrape of /metrics answers for one process: with several on the port, no breakdown.
+    metrics = metrics_url(url) if len(pids) <= 1 else None
+    if metrics is None:
+        log.warning("%d processes listen on %s: no CPU breakdown from /metrics", len(pids), url)
     ours: list[LevelResult] = []
     theirs: list[LevelResult] = []
     protocols = options.protocols
@@ -130,7 +139,7 @@ async def run_calls(
 
     for n in options.levels:
         level = await run_level(
-            "voxflow", n, options.seconds, ours_line, options.pattern, replies, pids
+            "voxflow", n, options.seconds, ours_line, options.pattern, replies, pids, metrics
         )
         ours.append(level)
         log.info("voxflow, %d calls: %s", n, _summary(level))
