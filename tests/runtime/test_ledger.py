@@ -6,28 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voxflow.engines.base import Utterance, VoiceSettings
+from tests.support.blank_utterance import RATE, SPF, blank_utterance
+from voxflow.engines.base import VoiceSettings
 from voxflow.runtime.costs import CostModel
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.runtime.ledger import WorkLedger
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.scheduler_settings import SchedulerSettings
-
-RATE = 22050
-SPF = 256
-
-
-def _utterance(frames: int) -> Utterance:
-    return Utterance(
-        text="x",
-        voice="joe",
-        sample_rate=RATE,
-        samples_per_frame=SPF,
-        latents=np.zeros((1, frames), dtype=np.float32),
-        phonemes=(),
-        phoneme_frames=np.zeros(0, dtype=np.int64),
-        words=(),
-    )
 
 
 def test_a_window_counts_its_context_share_and_its_audio() -> None:
@@ -58,7 +43,7 @@ def test_the_policy_counts_each_job_by_kind_at_its_threads_cpu(lead: bool) -> No
     policy.submit(stream, SegmentRequest("Hello", "joe", VoiceSettings(), 0, lead=lead), 0.0)
     picked = policy.next_job(0.0, busy=1)
     assert picked is not None
-    policy.prepared(stream, picked[1], _utterance(200), 0.05, 0.0, cpu_s=0.04)
+    policy.prepared(stream, picked[1], blank_utterance(200), 0.05, 0.0, cpu_s=0.04)
     picked = policy.next_job(0.0, busy=1)
     assert picked is not None and picked[1].window is not None
     start, stop = picked[1].window
@@ -83,7 +68,7 @@ def test_a_cached_result_costs_nothing_in_the_ledger() -> None:
     policy.submit(stream, SegmentRequest("Hello", "joe", VoiceSettings(), 0), 0.0)
     picked = policy.next_job(0.0, busy=1)
     assert picked is not None
-    policy.prepared(stream, picked[1], _utterance(50), 0.0, 0.0, learn=False, cached=True)
+    policy.prepared(stream, picked[1], blank_utterance(50), 0.0, 0.0, learn=False, cached=True)
     assert policy.ledger.jobs_s == 0.0
 
 
@@ -94,5 +79,5 @@ def test_a_job_on_several_cores_counts_its_own_threads_cpu() -> None:
     policy.submit(stream, SegmentRequest("Hello", "joe", VoiceSettings(), 0), 0.0)
     picked = policy.next_job(0.0, busy=0)  # alone on the machine: it may use both cores
     assert picked is not None and picked[1].threads == 2
-    policy.prepared(stream, picked[1], _utterance(50), 0.05, 0.0, cpu_s=0.03)
+    policy.prepared(stream, picked[1], blank_utterance(50), 0.05, 0.0, cpu_s=0.03)
     assert policy.ledger.text_stage_s == pytest.approx(0.03)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voxflow.engines.base import Utterance, VoiceSettings
+from tests.support.blank_utterance import RATE, SPF, blank_utterance
+from voxflow.engines.base import VoiceSettings
 from voxflow.runtime.costs import CostModel
 from voxflow.runtime.jobs import (
     Drained,
@@ -25,23 +26,7 @@ from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job, Lane
 
-RATE = 22050
-SPF = 256
 LONG_FRAMES = 2000  # 23 s of audio: a stream that never runs out of frames to render here
-
-
-def _utterance(frames: int) -> Utterance:
-    """A prepared segment of ``frames`` frames with no words (rendered from its first frame)."""
-    return Utterance(
-        text="x",
-        voice="joe",
-        sample_rate=RATE,
-        samples_per_frame=SPF,
-        latents=np.zeros((1, frames), dtype=np.float32),
-        phonemes=(),
-        phoneme_frames=np.zeros(0, dtype=np.int64),
-        words=(),
-    )
 
 
 def _seconds(frames: int) -> float:
@@ -67,7 +52,7 @@ def _complete(
     """Hand ``job``'s result back: an utterance of ``frames`` for a text stage, silent audio for
     a window."""
     if job.window is None:
-        return policy.prepared(stream, job, _utterance(frames), 0.01, now, learn, cpu_s)
+        return policy.prepared(stream, job, blank_utterance(frames), 0.01, now, learn, cpu_s)
     audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)
     return policy.rendered(stream, job, audio, 0.01, now, learn, cpu_s)
 
@@ -237,7 +222,7 @@ def _first_window_cost(learn: bool, cpu_s: float | None, compute_s: float = 0.01
         assert picked is not None and picked[1].threads is None
         job = picked[1]
         if job.window is None:
-            policy.prepared(stream, job, _utterance(LONG_FRAMES), compute_s, 0.0, learn, cpu_s)
+            policy.prepared(stream, job, blank_utterance(LONG_FRAMES), compute_s, 0.0, learn, cpu_s)
         else:
             audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)
             policy.rendered(stream, job, audio, compute_s, 0.0, learn, cpu_s)
@@ -522,7 +507,7 @@ def test_a_free_worker_is_never_left_idle_while_a_stream_has_text_it_may_speak(
             tag = job.work.request.tag
             if job.window is None:
                 cost = 0.01
-                policy.prepared(stream, job, _utterance(frames[tag]), cost, now + cost, False)
+                policy.prepared(stream, job, blank_utterance(frames[tag]), cost, now + cost, False)
             else:
                 cost = 0.0003 * (job.window[1] - job.window[0] + 20)
                 audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)

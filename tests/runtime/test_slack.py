@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from voxflow.engines.base import Utterance, VoiceSettings
+from tests.support.blank_utterance import SPF, blank_utterance
+from voxflow.engines.base import VoiceSettings
 from voxflow.runtime.costs import CostModel
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.runtime.policy import SchedulingPolicy
@@ -16,22 +17,6 @@ from voxflow.runtime.scheduler_settings import SchedulerSettings
 from voxflow.runtime.slack import PRESSURE_BOUNDS, SlackMeter, SlackStats, pressure_quantile
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job, Lane
-
-RATE = 22050
-SPF = 256
-
-
-def _utterance(frames: int) -> Utterance:
-    return Utterance(
-        text="x",
-        voice="joe",
-        sample_rate=RATE,
-        samples_per_frame=SPF,
-        latents=np.zeros((1, frames), dtype=np.float32),
-        phonemes=(),
-        phoneme_frames=np.zeros(0, dtype=np.int64),
-        words=(),
-    )
 
 
 def _take(policy: SchedulingPolicy, now: float) -> tuple[StreamState, Job]:
@@ -44,7 +29,7 @@ def _finish(
     policy: SchedulingPolicy, stream: StreamState, job: Job, now: float, cpu_s: float = 0.01
 ) -> None:
     if job.window is None:
-        policy.prepared(stream, job, _utterance(2000), cpu_s, now, cpu_s=cpu_s)
+        policy.prepared(stream, job, blank_utterance(2000), cpu_s, now, cpu_s=cpu_s)
     else:
         audio = np.zeros((job.window[1] - job.window[0]) * SPF, dtype=np.float32)
         policy.rendered(stream, job, audio, cpu_s, now, cpu_s=cpu_s)
