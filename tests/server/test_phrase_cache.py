@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
@@ -22,6 +23,18 @@ from voxflow.engines.router import EngineRouter
 
 PHRASE = "One moment, let me check that for you."
 ServerFactory = Callable[..., contextlib.AbstractContextManager[str]]
+
+
+def _same_rendering(one: bytes, other: bytes) -> bool:
+    """Whether two answers are one rendering: equal but for a last bit here and there. A hit's
+    windows are cut where the listener's timing puts them, and the resampler's sums round
+    differently on a chunk of another length; a fresh rendering (new noise) differs by far
+    more."""
+    if len(one) != len(other) or len(one) % 2:
+        return False
+    a = np.frombuffer(one, dtype="<i2").astype(np.int32)
+    b = np.frombuffer(other, dtype="<i2").astype(np.int32)
+    return bool(np.abs(a - b).max(initial=0) <= 1)
 
 
 def _speech(client: httpx.Client, url: str, text: str = PHRASE) -> bytes:
@@ -54,7 +67,7 @@ def test_a_prefetched_phrase_is_heard_from_the_cache(server_factory: ServerFacto
         assert all(r["status"] == "rendered" for r in body["results"])
         # No seed: a fresh rendering draws new noise each time; hits are the one prefetched.
         first, second = _speech(client, url), _speech(client, url)
-        assert first == second and len(first) > 24000
+        assert _same_rendering(first, second) and len(first) > 24000
         assert _metric(client, url, "voxflow_cache_hits_total", 'tier="memory"') >= 2
         assert _metric(client, url, "voxflow_cache_ttfa_seconds_count", 'result="hit"') == 2
         assert _metric(client, url, "voxflow_cache_hit_ratio") > 0
@@ -133,7 +146,7 @@ def test_warm_phrases_are_hits_and_readyz_says_when_they_are_done(
         assert states[-1] == "ready"
         assert _metric(client, url, "voxflow_cache_entries") >= 2
         first = _speech(client, url)
-        assert _speech(client, url) == first
+        assert _same_rendering(_speech(client, url), first)
         assert _metric(client, url, "voxflow_cache_misses_total") == 0 or (
             _metric(client, url, "voxflow_cache_hits_total", 'tier="memory"') >= 2
         )
@@ -169,9 +182,9 @@ def test_a_phrase_rendered_on_one_replica_is_a_redis_hit_on_the_other(
             time.sleep(0.02)
         heard_one = _speech(client, one)
         heard_other = _speech(client, other)
-        assert heard_other == heard_one  # the same rendering, not a fresh draw
+        assert _same_rendering(heard_other, heard_one)  # not a fresh draw
         assert _metric(client, other, "voxflow_cache_hits_total", 'tier="shared"') >= 1
-        assert _speech(client, other) == heard_one
+        assert _same_rendering(_speech(client, other), heard_one)
         assert _metric(client, other, "voxflow_cache_hits_total", 'tier="memory"') >= 1
 
 
@@ -184,7 +197,7 @@ def test_redis_stopped_mid_run_costs_no_request_and_comes_back(
         redis.stop()
         for n in range(3):  # each a miss in Redis: rendered, never an error
             assert len(_speech(client, url, f"Order number {n} is on its way.")) > 0
-        assert _speech(client, url) == _speech(client, url)  # memory still serves
+        assert _same_rendering(_speech(client, url), _speech(client, url))  # memory serves
         assert _metric(client, url, "voxflow_cache_shared_up") == 0
         assert _metric(client, url, "voxflow_cache_shared_errors_total") >= 1
         assert client.get(f"{url}/readyz").status_code == 200
