@@ -125,7 +125,7 @@ def test_settings_that_name_voices_are_refused_beside_an_engine(
 def test_readiness_shows_the_capacity_learnt_up_to_the_cores(
     server_factory: Callable[..., contextlib.AbstractContextManager[str]],
 ) -> None:
-    with server_factory(workers=2) as url:  # the default --max-load: only the cores bound it
+    with server_factory(workers=2, max_load=1.0) as url:  # the default: only the cores bound it
         status, body = _get(url + "/readyz")
     ready = json.loads(body)
     assert status == 200 and ready["capacity_ceiling"] == 2.0
