@@ -71,6 +71,7 @@ __all__ = [
 FLOOD_PROTOCOLS = ("openai", "native", "elevenlabs", "cartesia", "deepgram")
 _TEXT = "Hello, thanks for calling."
 _PROBE = "flood-probe"
+_LONG_REPLY_CHARS = 100  # about 6 s of speech
 
 
 @dataclass(frozen=True)
@@ -469,7 +470,10 @@ async def run_flood(
         barge_in_after_s=(options.heard_s, options.heard_s),
         llm_pause_share=0.0,
     )
-    scripts = [CallScript(i, pattern, replies) for i in range(options.admitted)]
+    # Replies that outlast ``lead_s`` and the flood: a turn that ended before it would free its
+    # stream, and the flood would find the server with room.
+    long_enough = [r for r in replies if len(r.text) >= _LONG_REPLY_CHARS] or list(replies)
+    scripts = [CallScript(i, pattern, long_enough) for i in range(options.admitted)]
     lines = [open_line(options.admitted_protocol, url, options.voice) for _ in scripts]
     knocks: list[Knock] = []
     quiet, flooded = _Turns(), _Turns()
