@@ -191,21 +191,29 @@ def test_the_grace_period_covers_the_pre_stop_and_the_drain() -> None:
     assert int(_env(container)["VOXFLOW_WORKERS"]) == int(container["resources"]["requests"]["cpu"])
 
 
-def _metric_names() -> set[str]:
-    text = ServerMetrics().render().decode()
-    return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+def _quantity(value: str) -> float:
+    """A Kubernetes quantity as the HPA's targets write it: a number, or thousandths ("500m")."""
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
 
 
-def test_the_autoscaler_metric_is_a_voxflow_gauge_served_by_the_adapter_rule() -> None:
+def test_the_autoscaler_metric_is_each_pod_s_load_over_its_learnt_capacity() -> None:
     (metric,) = _kind("HorizontalPodAutoscaler")["spec"]["metrics"]
     name = metric["pods"]["metric"]["name"]
-    text = ServerMetrics().render().decode()
-    assert f"# TYPE {name} gauge" in text
     (rule,) = load(KUBERNETES / "prometheus-adapter-rules.yaml")["rules"]["custom"]
-    assert rule["seriesQuery"].startswith(name + "{")
     assert rule["name"]["as"] == name
     assert set(rule["resources"]["overrides"]) == {"namespace", "pod"}
-    assert name in _metric_names()
+    # The series it is found by is the load; the query divides it by the capacity, per pod.
+    assert rule["seriesQuery"].startswith("voxflow_load{")
+    assert rule["name"]["matches"] == "^voxflow_load$"
+    load_part, capacity_part = rule["metricsQuery"].split(" / ")
+    assert "<<.Series>>{<<.LabelMatchers>>}" in load_part and "by (<<.GroupBy>>)" in load_part
+    assert "voxflow_capacity{<<.LabelMatchers>>}" in capacity_part
+    assert "by (<<.GroupBy>>)" in capacity_part and capacity_part.endswith("> 0)")
+    text = ServerMetrics().render().decode()
+    for gauge in ("voxflow_load", "voxflow_capacity"):
+        assert f"# TYPE {gauge} gauge" in text
+    # A share: under 1 (a pod cannot take more than its capacity), and room left at the target.
+    assert 0 < _quantity(metric["pods"]["target"]["averageValue"]) < 1
 
 
 def test_the_service_monitor_scrapes_metrics_through_the_service() -> None:

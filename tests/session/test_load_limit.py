@@ -159,18 +159,25 @@ def test_too_few_jobs_wait_for_more_before_they_move_it() -> None:
     assert limit.capacity < 1.6 and limit.last is not None
 
 
-def test_a_capacity_not_in_use_falls_back_towards_its_start() -> None:
+def test_a_capacity_not_in_use_is_kept_for_a_while_then_falls_back_towards_its_start() -> None:
     limit, signal = _limit()
     _run(limit, signal, 0.0, 20, pressure=0.0, refuse=True)
     assert limit.capacity == 2.0
-    quiet = _run(limit, signal, 20.0, 20, pressure=0.0, load=0.0, jobs=0)
-    # (The first tick still sees the load of the interval it closes.)
-    assert quiet[1] < 2.0 and quiet[-1] == pytest.approx(1.0)  # no lower than its start
+    hold = int(limit.settings.hold_s)
+    # A lull between calls: nothing says the machine changed, so it is kept.
+    lull = _run(limit, signal, 20.0, hold, pressure=0.0, load=0.0, jobs=0)
+    assert set(lull) == {2.0}
+    # ... and the calls that come back use it and keep it.
+    _run(limit, signal, 20.0 + hold, 5, pressure=0.0, load=1.5)
+    assert limit.capacity == 2.0
+    quiet = _run(limit, signal, 25.0 + hold, hold + 20, pressure=0.0, load=0.0, jobs=0)
+    assert quiet[hold - 1] == 2.0 and quiet[hold + 1] < 2.0
+    assert quiet[-1] == pytest.approx(1.0)  # no lower than its start
     assert all(b <= a for a, b in itertools.pairwise(quiet))
     # ... and no lower than twice a load that is there.
     busy, signal = _limit()
     _run(busy, signal, 0.0, 20, pressure=0.0, refuse=True)
-    assert _run(busy, signal, 20.0, 20, pressure=0.0, load=0.8)[-1] == pytest.approx(1.6)
+    assert _run(busy, signal, 20.0, hold + 20, pressure=0.0, load=0.8)[-1] == pytest.approx(1.6)
 
 
 def test_settings_are_checked() -> None:

@@ -31,9 +31,12 @@ change is not diluted by what came before it). That puts the machine in one of t
 * **between the two**: it holds. The band keeps it from oscillating.
 
 A capacity the traffic does not use (the load stays under ``in_use`` of it, nothing refused)
-is no evidence of what the machine carries now: it falls back towards its start, or twice
-the load if that is more, fading with ``memory_s`` (TCP's restart after idle, RFC 7661), so
-that a burst of calls after a quiet spell does not meet a capacity learnt under a steady load.
+is not validated: the calls that proved it are gone. It is kept for ``hold_s`` (RFC 7661's
+non-validated period: a lull between calls says nothing about the machine, and calls coming
+back must not be refused for it), then falls back towards its start, or twice the load if
+that is more, fading with ``memory_s``, so that calls after a long quiet spell do not meet a
+capacity learnt on a machine that may have changed since (a neighbour moved in). The next
+cut, if the machine did change, comes within an interval or two of the calls' return.
 
 The thresholds are fractions of the service level, not figures of a corpus: a job at pressure
 1 started at its deadline, so ``high`` = 1 says "more than one job in twenty (``quantile``
@@ -82,6 +85,9 @@ class LoadLimitSettings:
     # stages and first windows), so that a percentile is one of enough jobs and one interval
     # moves it without replacing it. Also how fast a capacity not in use falls back.
     memory_s: float = 4.0
+    # How long a capacity not in use is kept before it falls back: RFC 7661's non-validated
+    # period (five minutes), the TCP convention for a window the sender has stopped using.
+    hold_s: float = 300.0
     # The slack holds while nine jobs in ten waited at most half their margin (``room`` at
     # ``low``), and is spent once more than one in twenty started after its deadline
     # (``quantile`` over ``high``).
@@ -102,8 +108,8 @@ class LoadLimitSettings:
             raise ValueError("need ceiling > 0 and 0 <= floor <= ceiling")
         if self.initial is not None and not self.floor <= self.initial <= self.ceiling:
             raise ValueError("initial must be within [floor, ceiling]")
-        if self.interval_s <= 0 or self.memory_s <= 0 or self.min_jobs < 1:
-            raise ValueError("need interval_s > 0, memory_s > 0, min_jobs >= 1")
+        if self.interval_s <= 0 or self.memory_s <= 0 or self.min_jobs < 1 or self.hold_s < 0:
+            raise ValueError("need interval_s > 0, memory_s > 0, hold_s >= 0, min_jobs >= 1")
         if self.max_window_s < self.interval_s:
             raise ValueError("need max_window_s >= interval_s")
         if not 0 < self.room <= self.quantile < 1 or not 0 <= self.low < self.high:
@@ -147,6 +153,7 @@ class LoadLimit:
         self._peak = 0.0  # the highest load admission saw in the interval
         self._tick_peak = 0.0  # ... since the last tick
         self._before_cut: float | None = None  # where recovery aims, after a cut
+        self._used_at = now  # when the capacity was last in use (or it started)
         # After a cut: since when the load has been within the capacity (None: not yet).
         self._settled_at: float | None = None
         self.last: Decision | None = None
@@ -182,8 +189,9 @@ class LoadLimit:
             return
         self._next_at = now + s.interval_s
         tick_peak, self._tick_peak = max(self._tick_peak, load), load
-        idle = not self._refused and not self._in_use(tick_peak)
-        if idle:
+        if self._refused or self._in_use(tick_peak):
+            self._used_at = now
+        elif now - self._used_at > s.hold_s:
             self._fall_back(now, tick_peak)
         self._ticked_at = now
         if load > self._capacity * (1 + 1e-9):
@@ -222,9 +230,9 @@ class LoadLimit:
         return load > self._settings.in_use * self._capacity * (1 + 1e-9)
 
     def _fall_back(self, now: float, peak: float) -> None:
-        """Not in use: what it allowed is no longer evidence of what the machine carries (TCP's
-        restart after idle, RFC 7661), so it falls back towards its start, or towards twice
-        the load, whichever is more."""
+        """Not in use past ``hold_s``: what it allowed is no longer evidence of what the machine
+        carries (TCP's restart after idle, RFC 7661), so it falls back towards its start, or
+        towards twice the load, whichever is more."""
         s = self._settings
         target = max(s.start, 2 * peak)
         if self._capacity > target:
