@@ -212,6 +212,21 @@ def test_worst_gaps_are_the_longest_first_and_skip_starved_ones() -> None:
     assert isinstance(worst, list) and [gap["reply"] for gap in worst] == ["b", "e", "a"]
 
 
+def test_the_slowest_first_audios_are_the_latest_first_and_skip_turns_without_audio() -> None:
+    turns = [
+        _turn(reply="a", ttfa_ms=180.0),
+        _turn(reply="b", ttfa_ms=910.0),
+        _turn(reply="c", ttfa_ms=None, audio_ms=0.0),
+        _turn("refused", reply="d"),
+        _turn(reply="e", ttfa_ms=420.0),
+    ]
+    level = _level(turns)
+    assert [t.reply for t in level.slowest_first_audio()] == ["b", "e", "a"]
+    assert [t.reply for t in level.slowest_first_audio(count=1)] == ["b"]
+    slowest = level.as_dict()["slowest_first_audio"]
+    assert isinstance(slowest, list) and [t["ttfa_ms"] for t in slowest] == [910.0, 420.0, 180.0]
+
+
 # -- capacity over levels ----------------------------------------------------------------------
 
 
@@ -304,6 +319,8 @@ def test_the_report_names_the_capacity_and_the_worst_gaps() -> None:
     rows = [line.split() for line in lines if line.strip().split(" ")[0] in ("1", "2", "4")]
     assert [(row[0], row[-1]) for row in rows] == [("1", "yes"), ("2", "yes"), ("4", "no")]
     assert "longest voxflow gaps: okay-refund (deepgram, 10 ms at 2 calls)" in text
+    slowest = next(line for line in lines if line.startswith("slowest voxflow first audio: "))
+    assert "(deepgram, " in slowest and " ms at 2 calls)" in slowest
 
 
 def test_the_table_shows_cpu_per_heard_second() -> None:

@@ -175,12 +175,23 @@ class LevelResult:
                 {"reply": t.reply, "protocol": t.protocol, "gap_ms": round(t.longest_gap_ms, 1)}
                 for t in self.worst_gaps()
             ],
+            "slowest_first_audio": [
+                {"reply": t.reply, "protocol": t.protocol, "ttfa_ms": round(t.ttfa_ms or 0.0, 1)}
+                for t in self.slowest_first_audio()
+            ],
         }
 
     def worst_gaps(self, count: int = 5) -> tuple[TurnResult, ...]:
         """The turns with the longest gaps, longest first."""
         gapped = sorted((t for t in self.admitted if t.gaps), key=lambda t: -t.longest_gap_ms)
         return tuple(gapped[:count])
+
+    def slowest_first_audio(self, count: int = 5) -> tuple[TurnResult, ...]:
+        """The turns whose first audio came latest after their first token, latest first."""
+        timed = sorted(
+            (t for t in self.admitted if t.ttfa_ms is not None), key=lambda t: -(t.ttfa_ms or 0.0)
+        )
+        return tuple(timed[:count])
 
     def quiet_turns(self) -> tuple[TurnResult, ...]:
         """The turns with a quiet gap, the longest silence first."""

@@ -162,6 +162,11 @@ def format_calls(report: CallsReport) -> str:
     quiet = _named(report, LevelResult.quiet_turns, "longest_quiet_ms")
     if quiet:
         lines += ["", "voxflow quiet gaps: " + ", ".join(quiet[:8])]
+    # A protocol that buffers text by its own rules (ElevenLabs' chunk schedule, Deepgram's
+    # Flush) starts a short reply only at its end: this names them.
+    slowest = _named(report, lambda level: level.slowest_first_audio(count=2), "ttfa_ms")
+    if slowest:
+        lines += ["", "slowest voxflow first audio: " + ", ".join(slowest[:8])]
     return "\n".join(lines)
 
 
