@@ -21,6 +21,7 @@ from difflib import SequenceMatcher
 from piper import espeakbridge
 from piper.phonemize_espeak import EspeakPhonemizer
 
+from voxflow.text.ipa import STRESS_MARKS
 from voxflow.text.lexicon import split_phoneme_blocks
 
 
@@ -61,7 +62,6 @@ _LANGUAGE_SWITCH = re.compile(r"\([^)]+\)")  # "(en)...(fr)": a word from anothe
 _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCT = "\"'()[]{}<>«»“”‘’,;:!?.…—–-"
 _NON_PHONE = set(" ,.;:!?-'\"()…—–")
-_STRESS = ("ˈ", "ˌ")
 # Words phonemized on their own for the word alignment, remembered per phonemizer: replies reuse
 # a small vocabulary, and each espeak-ng call takes the process-wide lock.
 _WORD_CACHE_SIZE = 8192
@@ -221,7 +221,7 @@ def _phone_chars(phonemes: Sequence[str]) -> tuple[str, list[int]]:
     index: list[int] = []
     for i, phoneme in enumerate(phonemes):
         for char in unicodedata.normalize("NFD", phoneme):
-            if char in _NON_PHONE or char in "ˈˌ":
+            if char in _NON_PHONE or char in STRESS_MARKS:
                 continue
             chars.append(char)
             index.append(i)
@@ -265,7 +265,7 @@ def align_words(
             end = max(start, indices[-1] + 1)
             # A stress mark before the word's first phoneme is skipped by the matching, but the
             # voice spends its frames there sounding the (stressed) first vowel: it is the word's.
-            while start > cursor and phonemes[start - 1] in _STRESS:
+            while start > cursor and phonemes[start - 1] in STRESS_MARKS:
                 start -= 1
         else:
             start = end = cursor

@@ -16,10 +16,10 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from voxflow.text.ipa import PRIMARY, SECONDARY
+
 __all__ = ["CONSONANTS", "VOWELS", "to_ipa"]
 
-PRIMARY = "ˈ"
-SECONDARY = "ˌ"
 
 # Stressed (1, 2, or no digit) spelling; the unstressed one, where it differs, in _REDUCED.
 VOWELS: Mapping[str, str] = MappingProxyType(

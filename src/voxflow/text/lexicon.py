@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from voxflow.text.ipa import espeak_stress
+
 __all__ = [
     "PHONEME_BLOCK",
     "Lexicon",
@@ -69,8 +71,9 @@ class LexiconEntry:
 
 
 def phoneme_block(phonemes: str) -> str:
-    """Piper's raw-phoneme syntax for ``phonemes``."""
-    return f"[[ {phonemes.strip()} ]]"
+    """Piper's raw-phoneme syntax for ``phonemes`` (IPA), its stress marks where the voices
+    read them (``voxflow.text.ipa``): every phoneme a user writes comes through here."""
+    return f"[[ {espeak_stress(phonemes.strip())} ]]"
 
 
 def _key(word: str) -> str:
