@@ -8,6 +8,8 @@ from voxflow.runtime.costs import (
     _AUDIO_MEMORY_S,
     _PRIOR_AUDIO_S,
     KOKORO_AUDIO_COST_S,
+    KOKORO_FIRST_FRAMES,
+    KOKORO_FRAMES_PER_S,
     PIPER_AUDIO_COST_S,
     CostModel,
     ProcessOverhead,
@@ -19,6 +21,24 @@ def test_the_cost_starts_at_the_engines_prior() -> None:
     assert CostModel(audio_cost_s=0.25).audio_cost_s == 0.25
     assert initial_costs("piper").audio_cost_s == PIPER_AUDIO_COST_S
     assert initial_costs("kokoro").audio_cost_s == KOKORO_AUDIO_COST_S
+
+
+def test_a_kokoro_start_is_priced_at_its_own_jobs_not_piper_s_factor() -> None:
+    kokoro, piper = initial_costs("kokoro"), initial_costs("piper")
+    assert kokoro.start_cost_s is not None and piper.start_cost_s is not None
+    # A first sentence's text stage and a second of windows (the first one short), each with
+    # its context, at Kokoro's rates: no takeover renders its lead again.
+    frames = KOKORO_FRAMES_PER_S
+    windows = kokoro.render_s(KOKORO_FIRST_FRAMES) + kokoro.render_s(frames - KOKORO_FIRST_FRAMES)
+    assert windows < kokoro.start_cost_s < windows + kokoro.prepare_s(300)
+    # ... about what a second of its audio costs, where Piper's start counts 2.5 of its seconds:
+    # a second Kokoro call beside one that speaks fits in two cores.
+    assert kokoro.start_cost_s / kokoro.audio_cost_s < piper.start_cost_s / piper.audio_cost_s
+    assert kokoro.audio_cost_s + kokoro.start_cost_s <= 2.0
+    # ... and it is learnt like any start.
+    before = kokoro.start_cost_s
+    kokoro.observe_start(0.5)
+    assert 0.5 < kokoro.start_cost_s < before
 
 
 def test_the_cost_moves_towards_what_jobs_take_and_no_further() -> None:

@@ -1,6 +1,7 @@
 """The benchmark commands of the ``voxflow`` command line (``bench``, ``bench-engine``,
 ``bench-intelligibility``, ``bench-cache``, ``bench-encoders``, ``bench-prosody``,
-``bench-flood``): their parsers and their runs. What each measures: docs/benchmarks.md."""
+``bench-flood``, ``bench-kokoro-profile``): their parsers and their runs. What each measures:
+docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ BENCH_COMMANDS = frozenset(
         "bench-engine",
         "bench-flood",
         "bench-intelligibility",
+        "bench-kokoro-profile",
         "bench-markup",
         "bench-prosody",
     }
@@ -210,6 +212,24 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
     _add_prosody_parser(commands)
     _add_flood_parser(commands)
 
+    kokoro_profile = commands.add_parser(
+        "bench-kokoro-profile",
+        help="where Kokoro's CPU goes: ONNX Runtime's profile per part of the model and per "
+        "operator, windows and whole (needs make kokoro-voices)",
+    )
+    kokoro_profile.add_argument("--voice", default="kokoro:af_heart", help="Kokoro voice")
+    kokoro_profile.add_argument("--corpus", type=Path, help="replies file (default: bundled)")
+    kokoro_profile.add_argument(
+        "--replies", type=int, default=6, help="replies to render (default %(default)s)"
+    )
+    kokoro_profile.add_argument(
+        "--window-frames", type=int, default=128, help="frames a window (default %(default)s)"
+    )
+    kokoro_profile.add_argument(
+        "--threads", type=int, default=1, help="intra-op threads (default %(default)s)"
+    )
+    kokoro_profile.add_argument("--json", type=Path, help="also write the results as JSON here")
+
 
 def bench_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run the benchmark command ``args`` names (one of ``BENCH_COMMANDS``)."""
@@ -228,6 +248,8 @@ def bench_command(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if args.command == "bench-prosody":
         return _bench_prosody(args, registry, out)
+    if args.command == "bench-kokoro-profile":
+        return _bench_kokoro_profile(args, registry, out)
     if args.command == "bench-markup":
         return _bench_markup(args, out)
     if args.command == "bench-flood":
@@ -342,6 +364,22 @@ def _bench_voice_engine(registry: VoiceRegistry, voice: str, threads: int = 1) -
     engine = build_engine(registry, threads=threads, split_cache=SplitCache.from_env(os.environ))
     engine.load(voice)
     return engine
+
+
+def _bench_kokoro_profile(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:
+    from voxflow_bench.kokoro_profile import format_profile, profile_kokoro  # noqa: PLC0415
+
+    if not registry.kokoro_packs():
+        raise ValueError("bench-kokoro-profile needs Kokoro's model and voices: make kokoro-voices")
+    replies = load_corpus(args.corpus, bundled="replies.tsv")[: args.replies]
+    windows, whole = profile_kokoro(
+        registry, [r.text for r in replies], args.voice, args.window_frames, args.threads
+    )
+    out.write(format_profile(windows, whole) + "\n")
+    if args.json is not None:
+        data = {"windows": windows.as_dict(), "whole": whole.as_dict()}
+        args.json.write_text(json.dumps(data, indent=2) + "\n")
+    return 0
 
 
 def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, out: TextIO) -> int:

@@ -43,7 +43,7 @@ def cpu_session(model: bytes, threads: int, optimized: Path | None = None) -> or
     logged and made again; a directory that cannot be written costs nothing but the time."""
     if optimized is not None:
         if optimized.exists():
-            options = _options(threads)
+            options = session_options(threads)
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             try:
                 return ort.InferenceSession(
@@ -54,10 +54,12 @@ def cpu_session(model: bytes, threads: int, optimized: Path | None = None) -> or
                     "split cache: %s does not load (%s); optimizing again", optimized, error
                 )
         return _optimized_session(model, threads, optimized)
-    return ort.InferenceSession(model, _options(threads), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, session_options(threads), providers=["CPUExecutionProvider"])
 
 
-def _options(threads: int) -> ort.SessionOptions:
+def session_options(threads: int) -> ort.SessionOptions:
+    """The options every engine session is made with: ``threads`` intra-op threads, one
+    inter-op thread, no spinning."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -72,7 +74,7 @@ def _optimized_session(model: bytes, threads: int, optimized: Path) -> ort.Infer
     session = None
     try:
         with written_whole(optimized) as temporary:
-            options = _options(threads)
+            options = session_options(threads)
             options.optimized_model_filepath = str(temporary)
             # Not its warning that the graph may hold this machine's own optimizations: the
             # file's name says which machine (SplitCache).
@@ -81,7 +83,8 @@ def _optimized_session(model: bytes, threads: int, optimized: Path) -> ort.Infer
     except OSError as error:
         log.warning("split cache: cannot write %s (%s)", optimized, error)
     if session is None:
-        session = ort.InferenceSession(model, _options(threads), providers=["CPUExecutionProvider"])
+        options = session_options(threads)
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     return session
 
 

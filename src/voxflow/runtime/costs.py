@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "KOKORO_AUDIO_COST_S",
+    "KOKORO_FIRST_FRAMES",
+    "KOKORO_FRAMES_PER_S",
     "PIPER_AUDIO_COST_S",
     "START_AUDIO_S",
     "CostModel",
@@ -24,12 +26,21 @@ __all__ = [
 ]
 
 # CPU seconds a second of audio takes in the calls benchmark on the 2-core dev machine
-# (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro on one thread.
+# (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro with every window on one
+# thread (0.71 to 0.79 per second heard at 1 to 3 calls; docs/kokoro.md, *Capacity*). Where to
+# start; learnt from the streams' one-thread jobs. A stream alone renders on both cores (its
+# windows cost no more than 3 to 17% more CPU there), which it learns nothing from, so this is
+# what a second stream beside it will find.
 PIPER_AUDIO_COST_S = 0.09
-KOKORO_AUDIO_COST_S = 1.0
+KOKORO_AUDIO_COST_S = 0.75
 # Kokoro's first window: 300 ms of audio (24 frames of 12.5 ms), so that the second window,
 # rendered beside whatever else the turn's start needs, comes before it has played.
 KOKORO_FIRST_FRAMES = 24
+KOKORO_FRAMES_PER_S = 80  # 300 samples a frame at 24 kHz
+# A turn's first sentence, which the first second's text stages cover (a lead and the rest of
+# its sentence): the bundled agent replies' first sentences, 39 / 123 / 162 characters at the
+# 10th, 50th and 90th percentile. A start is learnt from then on (``observe_start``).
+_FIRST_SENTENCE_CHARS = 120
 # ... and how far ahead its leads render while their takeovers are prepared (Piper: 0.3 s).
 KOKORO_LEAD_HOLD_S = 0.8
 
@@ -157,9 +168,10 @@ def initial_costs(engine: str) -> CostModel:
     engine learns its own rates, since a Kokoro frame costs about twenty Piper frames."""
     if engine == "kokoro":
         # The prosody stage and the decoder at one thread (docs/benchmarks.md, Kokoro); the
-        # decoder's window has 4 frames of context on each side. One core renders Kokoro at
-        # about real time, so a stream alone takes both for every window.
-        return CostModel(
+        # decoder's window has 4 frames of context on each side. A stream alone renders its
+        # windows on both cores: on one (about 0.7 of real time in the server, its small
+        # windows and their context included) a lone call's first sentences had gaps.
+        model = CostModel(
             prepare_fixed_s=0.02,
             prepare_per_char_s=0.0012,
             render_per_frame_s=0.009,
@@ -169,4 +181,14 @@ def initial_costs(engine: str) -> CostModel:
             lead_hold_s=KOKORO_LEAD_HOLD_S,
             audio_cost_s=KOKORO_AUDIO_COST_S,
         )
+        # Its start, until one is measured: no takeover renders its lead again (the factor
+        # ``_START_PRIOR`` is Piper's, leads and takeovers), so the first second's jobs are
+        # a sentence's text stage and a second of windows, each with its context, at its rates.
+        frames = round(START_AUDIO_S * KOKORO_FRAMES_PER_S)
+        model.start_cost_s = (
+            model.prepare_s(_FIRST_SENTENCE_CHARS)
+            + model.render_s(KOKORO_FIRST_FRAMES)
+            + model.render_s(frames - KOKORO_FIRST_FRAMES)
+        )
+        return model
     return CostModel(audio_cost_s=PIPER_AUDIO_COST_S)
