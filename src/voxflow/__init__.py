@@ -27,6 +27,9 @@ The public API: what an application that embeds voxflow, or drives a voxflow ser
   ``parse_output_format`` says what a name means (``OutputFormat``: codec, rate, bit rate), and
   ``StreamEncoder`` is the server's encoder of a stream into one, for an application that
   encodes audio of its own as the speech is (a recorded prompt in a call's μ-law).
+* One engine on its own: ``KokoroEngine`` (``KokoroSettings``: its threads, context and prior)
+  prepares and renders as the server's workers do, and ``profiled_kokoro`` runs it with ONNX
+  Runtime's profiler on (``KokoroProfileFiles``: ``voxflow bench-kokoro-profile``).
 
 Commands added to the ``voxflow`` command line by another distribution (the benchmarks') use
 the contract of ``voxflow.cli.plugins``. Everything else is internal: its modules move as the
@@ -56,6 +59,8 @@ from voxflow.client import (
 from voxflow.config import ServerSettings
 from voxflow.connection.speaker import LocalSpeaker, SayResult, SayStats, SpokenWords
 from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
+from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
+from voxflow.engines.kokoro.profiling import KokoroProfileFiles, profiled_kokoro
 from voxflow.engines.registry import VoiceRegistry, installed_voices
 from voxflow.engines.router import build_engine
 from voxflow.engines.split_cache import SplitCache
@@ -84,6 +89,9 @@ __all__ = [
     "Engine",
     "ErrorEvent",
     "Event",
+    "KokoroEngine",
+    "KokoroProfileFiles",
+    "KokoroSettings",
     "Lexicon",
     "LexiconEntry",
     "LocalSpeaker",
@@ -119,6 +127,7 @@ __all__ = [
     "create_app",
     "installed_voices",
     "parse_output_format",
+    "profiled_kokoro",
     "segment_text",
     "speak",
     "stream_url",

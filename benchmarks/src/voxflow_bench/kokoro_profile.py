@@ -27,21 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import onnx
-import onnxruntime as ort
-
-from voxflow.engines.base import VoiceSettings
-from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
-from voxflow.engines.kokoro.graph import split_kokoro_model
-from voxflow.engines.kokoro.model import read_model
-from voxflow.engines.kokoro.running import SAMPLES_PER_FRAME
-from voxflow.engines.kokoro.voices import SAMPLE_RATE
-from voxflow.engines.registry import VoiceRegistry
-from voxflow.engines.sessions import session_options
+from voxflow import (
+    KokoroEngine,
+    KokoroProfileFiles,
+    KokoroSettings,
+    VoiceRegistry,
+    VoiceSettings,
+    profiled_kokoro,
+)
 
 __all__ = ["KokoroProfile", "NodeTime", "format_profile", "part_of", "profile_kokoro"]
 
-FRAMES_PER_S = SAMPLE_RATE / SAMPLES_PER_FRAME
 # Nodes whose multiply-adds the shapes give (the rest is elementwise, reductions, data movement).
 _PRODUCTS = frozenset(
     {"Conv", "ConvInteger", "ConvTranspose", "MatMul", "MatMulInteger", "MatMulIntegerToFloat",
@@ -186,18 +182,7 @@ def _macs(event: dict[str, Any], weights: dict[str, list[int]]) -> int:
     return int(math.prod(x) * w[-1])
 
 
-def _weight_shapes(model: bytes) -> dict[str, list[int]]:
-    """Each product node's weight shape where its weight is an initializer, by node name."""
-    graph = onnx.load_model_from_string(model).graph
-    shapes = {i.name: list(i.dims) for i in graph.initializer}
-    return {
-        node.name: shapes[node.input[1]]
-        for node in graph.node
-        if node.op_type in _PRODUCTS and len(node.input) > 1 and node.input[1] in shapes
-    }
-
-
-def _profiled_nodes(path: str, stage: str, weights: dict[str, list[int]]) -> list[NodeTime]:
+def _profiled_nodes(path: Path, stage: str, weights: dict[str, list[int]]) -> list[NodeTime]:
     with open(path, encoding="utf-8") as file:
         events = json.load(file)
     seconds: dict[str, float] = defaultdict(float)
@@ -213,35 +198,13 @@ def _profiled_nodes(path: str, stage: str, weights: dict[str, list[int]]) -> lis
     return [NodeTime(stage, n, ops[n], seconds[n], macs[n]) for n in seconds]
 
 
-class _ProfiledStages:
-    """The engine's two stages as it makes them (``session_options``), profiling on."""
-
-    def __init__(self, prosody: bytes, decoder: bytes, threads: int, directory: Path) -> None:
-        def session(model: bytes, prefix: str) -> ort.InferenceSession:
-            options = session_options(threads)
-            options.enable_profiling = True
-            options.profile_file_prefix = str(directory / prefix)
-            return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-
-        self.prosody = session(prosody, "prosody")
-        self.decoder = session(decoder, "decoder")
-        self._weights = {**_weight_shapes(prosody), **_weight_shapes(decoder)}
-
-    def nodes(self) -> list[NodeTime]:
-        return [
-            *_profiled_nodes(self.prosody.end_profiling(), "prosody", self._weights),
-            *_profiled_nodes(self.decoder.end_profiling(), "decoder", self._weights),
-        ]
-
-
-class _OneSet:
-    """Stands in for the engine's sessions per thread count: the profiled ones for every count."""
-
-    def __init__(self, stages: _ProfiledStages) -> None:
-        self._stages = stages
-
-    def get(self, _threads: int | None) -> _ProfiledStages:
-        return self._stages
+def _nodes(files: KokoroProfileFiles) -> tuple[NodeTime, ...]:
+    if files.prosody is None or files.decoder is None:
+        raise RuntimeError("the profile was read before its span ended")
+    return (
+        *_profiled_nodes(files.prosody, "prosody", files.weights),
+        *_profiled_nodes(files.decoder, "decoder", files.weights),
+    )
 
 
 def profile_kokoro(
@@ -258,41 +221,32 @@ def profile_kokoro(
         raise ValueError("need window_frames >= 2, threads >= 1 and some text")
     engine = KokoroEngine(registry, KokoroSettings(intra_op_threads=threads, wide_threads=0))
     engine.load(voice)
-    split = split_kokoro_model(onnx.load_model_from_string(read_model()))
-    model = engine.model()
     profiles = []
     for mode in ("windows", "whole"):
+        window = window_frames if mode == "windows" else 0
         with tempfile.TemporaryDirectory(prefix="voxflow-kokoro-profile-") as directory:
-            warm = _ProfiledStages(
-                split.prosody_stage, split.decoder_stage, threads, Path(directory)
-            )
-            stages = _ProfiledStages(
-                split.prosody_stage, split.decoder_stage, threads, Path(directory)
-            )
-            # The engine's sessions are reached through its model's per-thread-count set.
-            model._stages = _OneSet(warm)  # type: ignore[assignment]
-            _render(engine, texts[:warmup], voice, window_frames if mode == "windows" else 0)
-            warm.nodes()
-            model._stages = _OneSet(stages)  # type: ignore[assignment]
-            started = time.perf_counter()
-            frames = _render(engine, texts, voice, window_frames if mode == "windows" else 0)
-            wall = time.perf_counter() - started
-            nodes = tuple(stages.nodes())
-        profiles.append(KokoroProfile(mode, threads, frames / FRAMES_PER_S, wall, nodes))
+            with profiled_kokoro(engine, Path(directory), threads):
+                _render(engine, texts[:warmup], voice, window)  # the arena and caches warm
+            with profiled_kokoro(engine, Path(directory), threads) as files:
+                started = time.perf_counter()
+                audio_s = _render(engine, texts, voice, window)
+                wall = time.perf_counter() - started
+            nodes = _nodes(files)
+        profiles.append(KokoroProfile(mode, threads, audio_s, wall, nodes))
     return profiles[0], profiles[1]
 
 
-def _render(engine: KokoroEngine, texts: Iterable[str], voice: str, window: int) -> int:
-    """Render each text in windows of ``window`` frames (0: whole); the frames rendered."""
-    total = 0
+def _render(engine: KokoroEngine, texts: Iterable[str], voice: str, window: int) -> float:
+    """Render each text in windows of ``window`` frames (0: whole); the audio rendered, in s."""
+    audio_s = 0.0
     for text in texts:
         utterance = engine.prepare(text, voice, VoiceSettings())
         frames = utterance.num_frames
         step = window or frames
         for lo in range(0, frames, step):
             engine.render(utterance, lo, min(frames, lo + step))
-        total += frames
-    return total
+        audio_s += frames * utterance.samples_per_frame / utterance.sample_rate
+    return audio_s
 
 
 def format_profile(windows: KokoroProfile, whole: KokoroProfile, ops: int = 12) -> str:

@@ -29,10 +29,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 
 from voxflow.engines import conv2d, graph_split, sessions
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
@@ -106,6 +107,22 @@ class KokoroSettings:
             raise ValueError("prior_frames must be >= 0")
 
 
+class StageSessions(Protocol):
+    """The prosody stage's and the decoder's sessions, for one thread count."""
+
+    @property
+    def prosody(self) -> ort.InferenceSession: ...
+
+    @property
+    def decoder(self) -> ort.InferenceSession: ...
+
+
+class StageSets(Protocol):
+    """Sessions per thread count (``sessions.ByThreads``, or a profiler's stand-in)."""
+
+    def get(self, threads: int | None) -> StageSessions: ...
+
+
 class _Stages:
     """The prosody stage and the decoder, run with ``threads`` intra-op threads."""
 
@@ -139,18 +156,23 @@ class _Model:
             name for i in range(self.layers) for name in (window_mean(i), window_meansq(i))
         ]
         self.run_options = shrinking_run_options()
-        self._stages = ByThreads(
+        self._stages: StageSets = ByThreads(
             lambda threads: _Stages(split, threads, cached.optimized),
             settings.intra_op_threads,
             settings.wide_threads,
         )
 
-    def stages(self, threads: int | None) -> _Stages:
+    def stages(self, threads: int | None) -> StageSessions:
         return self._stages.get(threads)
+
+    def swap_stages(self, stages: StageSets) -> StageSets:
+        """Render with ``stages`` from now on (``kokoro.profiling``); the ones it replaced."""
+        own, self._stages = self._stages, stages
+        return own
 
     def decode(
         self,
-        stages: _Stages,
+        stages: StageSessions,
         latents: FloatArray,
         lo: int,
         hi: int,
