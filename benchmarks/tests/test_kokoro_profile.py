@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from voxflow import SplitCache
 from voxflow.cli.main import main
 from voxflow.engines.registry import VoiceRegistry
 from voxflow_bench import kokoro_profile
@@ -17,8 +18,10 @@ TEXT = "Sure, your table for four is booked at seven tonight."
 
 
 @pytest.fixture(scope="module")
-def profiles(kokoro_registry: VoiceRegistry) -> tuple[KokoroProfile, KokoroProfile]:
-    return profile_kokoro(kokoro_registry, [TEXT], window_frames=64)
+def profiles(
+    kokoro_registry: VoiceRegistry, split_cache: SplitCache | None
+) -> tuple[KokoroProfile, KokoroProfile]:
+    return profile_kokoro(kokoro_registry, [TEXT], window_frames=64, split_cache=split_cache)
 
 
 def test_each_mode_profiles_both_stages_and_the_same_audio(
@@ -111,9 +114,15 @@ def test_the_command_writes_its_table_and_json(
     seen: list[tuple[int, int, int]] = []
 
     def profiled(
-        _registry: VoiceRegistry, texts: list[str], _voice: str, window: int, threads: int
+        _registry: VoiceRegistry,
+        texts: list[str],
+        _voice: str,
+        window: int,
+        threads: int,
+        split_cache: SplitCache | None = None,
     ):  # type: ignore[no-untyped-def]
         seen.append((len(texts), window, threads))
+        assert split_cache is not None  # the server's, as VOXFLOW_SPLIT_CACHE says
         return profiles
 
     # The command imports profile_kokoro from its module when it runs: replace it there.

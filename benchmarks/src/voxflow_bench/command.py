@@ -373,7 +373,12 @@ def _bench_kokoro_profile(args: argparse.Namespace, registry: VoiceRegistry, out
         raise ValueError("bench-kokoro-profile needs Kokoro's model and voices: make kokoro-voices")
     replies = load_corpus(args.corpus, bundled="replies.tsv")[: args.replies]
     windows, whole = profile_kokoro(
-        registry, [r.text for r in replies], args.voice, args.window_frames, args.threads
+        registry,
+        [r.text for r in replies],
+        args.voice,
+        args.window_frames,
+        args.threads,
+        split_cache=SplitCache.from_env(os.environ),
     )
     out.write(format_profile(windows, whole) + "\n")
     if args.json is not None:

@@ -31,6 +31,7 @@ from voxflow import (
     KokoroEngine,
     KokoroProfileFiles,
     KokoroSettings,
+    SplitCache,
     VoiceRegistry,
     VoiceSettings,
     profiled_kokoro,
@@ -214,12 +215,15 @@ def profile_kokoro(
     window_frames: int = 128,
     threads: int = 1,
     warmup: int = 1,
+    split_cache: SplitCache | None = None,
 ) -> tuple[KokoroProfile, KokoroProfile]:
     """The profiles of ``texts`` rendered in windows and whole (module docstring); the first
-    ``warmup`` texts are rendered once before, unprofiled, so the arena and caches are warm."""
+    ``warmup`` texts are rendered once before, unprofiled, so the arena and caches are warm;
+    ``split_cache``: where the engine finds the split model (as the server's)."""
     if window_frames < 2 or threads < 1 or not texts:
         raise ValueError("need window_frames >= 2, threads >= 1 and some text")
-    engine = KokoroEngine(registry, KokoroSettings(intra_op_threads=threads, wide_threads=0))
+    settings = KokoroSettings(intra_op_threads=threads, wide_threads=0, split_cache=split_cache)
+    engine = KokoroEngine(registry, settings)
     engine.load(voice)
     profiles = []
     for mode in ("windows", "whole"):

@@ -151,6 +151,8 @@ class _Model:
             lambda: split_kokoro_model(onnx.load_model_from_string(read_model())),
         )
         split = cached.value
+        # The stages' graphs: each thread count's sessions are made from them when first asked.
+        self.split = split
         self.layers = split.norm_layers
         self.outputs = [AUDIO] + [
             name for i in range(self.layers) for name in (window_mean(i), window_meansq(i))

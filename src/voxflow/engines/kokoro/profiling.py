@@ -19,8 +19,6 @@ import onnx
 import onnxruntime as ort
 
 from voxflow.engines.kokoro.engine import KokoroEngine
-from voxflow.engines.kokoro.graph import split_kokoro_model
-from voxflow.engines.kokoro.model import read_model
 from voxflow.engines.sessions import session_options
 
 __all__ = ["KokoroProfileFiles", "profiled_kokoro"]
@@ -67,12 +65,12 @@ def profiled_kokoro(
     """Profile what ``engine`` renders inside the span, on ``threads`` intra-op threads, into
     ``directory`` (module docstring). One span at a time per engine, with nothing else
     rendering on it."""
-    split = split_kokoro_model(onnx.load_model_from_string(read_model()))
+    model = engine.model()
+    split = model.split
     stages = _ProfiledStages(split.prosody_stage, split.decoder_stage, threads, directory)
     files = KokoroProfileFiles(
         weights={**_weight_shapes(split.prosody_stage), **_weight_shapes(split.decoder_stage)}
     )
-    model = engine.model()
     own = model.swap_stages(_OneSet(stages))
     try:
         yield files
