@@ -25,16 +25,20 @@ PHRASE = "One moment, let me check that for you."
 ServerFactory = Callable[..., contextlib.AbstractContextManager[str]]
 
 
-def _same_rendering(one: bytes, other: bytes) -> bool:
-    """Whether two answers are one rendering: equal but for a last bit here and there. A hit's
-    windows are cut where the listener's timing puts them, and the resampler's sums round
-    differently on a chunk of another length; a fresh rendering (new noise) differs by far
-    more."""
+def _rendering_difference(one: bytes, other: bytes) -> str:
+    """How two answers differ: "" when they are one rendering, equal but for a last bit here
+    and there (a hit's windows are cut where the listener's timing puts them, and the
+    resampler's sums round differently on a chunk of another length; a fresh rendering, new
+    noise, differs by far more), else what differs, for the assertion's message."""
     if len(one) != len(other) or len(one) % 2:
-        return False
+        return f"lengths {len(one)} and {len(other)}"
     a = np.frombuffer(one, dtype="<i2").astype(np.int32)
     b = np.frombuffer(other, dtype="<i2").astype(np.int32)
-    return bool(np.abs(a - b).max(initial=0) <= 1)
+    diff = np.abs(a - b)
+    if diff.max(initial=0) <= 1:
+        return ""
+    where = np.flatnonzero(diff > 1)
+    return f"{where.size} samples differ by 2 to {diff.max()}, from sample {where[0]} of {a.size}"
 
 
 def _speech(client: httpx.Client, url: str, text: str = PHRASE) -> bytes:
@@ -67,7 +71,8 @@ def test_a_prefetched_phrase_is_heard_from_the_cache(server_factory: ServerFacto
         assert all(r["status"] == "rendered" for r in body["results"])
         # No seed: a fresh rendering draws new noise each time; hits are the one prefetched.
         first, second = _speech(client, url), _speech(client, url)
-        assert _same_rendering(first, second) and len(first) > 24000
+        assert len(first) > 24000
+        assert _rendering_difference(first, second) == ""
         assert _metric(client, url, "voxflow_cache_hits_total", 'tier="memory"') >= 2
         assert _metric(client, url, "voxflow_cache_ttfa_seconds_count", 'result="hit"') == 2
         assert _metric(client, url, "voxflow_cache_hit_ratio") > 0
@@ -146,7 +151,7 @@ def test_warm_phrases_are_hits_and_readyz_says_when_they_are_done(
         assert states[-1] == "ready"
         assert _metric(client, url, "voxflow_cache_entries") >= 2
         first = _speech(client, url)
-        assert _same_rendering(_speech(client, url), first)
+        assert _rendering_difference(_speech(client, url), first) == ""
         assert _metric(client, url, "voxflow_cache_misses_total") == 0 or (
             _metric(client, url, "voxflow_cache_hits_total", 'tier="memory"') >= 2
         )
@@ -182,9 +187,9 @@ def test_a_phrase_rendered_on_one_replica_is_a_redis_hit_on_the_other(
             time.sleep(0.02)
         heard_one = _speech(client, one)
         heard_other = _speech(client, other)
-        assert _same_rendering(heard_other, heard_one)  # not a fresh draw
+        assert _rendering_difference(heard_other, heard_one) == ""  # not a fresh draw
         assert _metric(client, other, "voxflow_cache_hits_total", 'tier="shared"') >= 1
-        assert _same_rendering(_speech(client, other), heard_one)
+        assert _rendering_difference(_speech(client, other), heard_one) == ""
         assert _metric(client, other, "voxflow_cache_hits_total", 'tier="memory"') >= 1
 
 
@@ -197,7 +202,7 @@ def test_redis_stopped_mid_run_costs_no_request_and_comes_back(
         redis.stop()
         for n in range(3):  # each a miss in Redis: rendered, never an error
             assert len(_speech(client, url, f"Order number {n} is on its way.")) > 0
-        assert _same_rendering(_speech(client, url), _speech(client, url))  # memory serves
+        assert _rendering_difference(_speech(client, url), _speech(client, url)) == ""  # memory
         assert _metric(client, url, "voxflow_cache_shared_up") == 0
         assert _metric(client, url, "voxflow_cache_shared_errors_total") >= 1
         assert client.get(f"{url}/readyz").status_code == 200
