@@ -55,7 +55,7 @@ def test_the_table_names_the_model_s_parts(profiles: tuple[KokoroProfile, Kokoro
         "prosody: text encoder (ALBERT)",
     ):
         assert f"  {part} " in text
-    assert "ConvInteger" in text and "Sin" in text
+    assert "MatMulInteger" in text and "Sin" in text
     data = profiles[0].as_dict()
     assert json.loads(json.dumps(data))["parts"][0]["cpu_s_per_audio_s"] > 0
 
@@ -69,6 +69,12 @@ def test_the_table_names_the_model_s_parts(profiles: tuple[KokoroProfile, Kokoro
          "generator: stage 1 resblocks, AdaIN"),
         ("decoder", "/decoder/decoder/generator/resblocks.2/convs1.0/Conv_quant_kernel_time",
          "ConvInteger", "generator: stage 1 resblocks, convolutions"),
+        ("decoder",
+         "/decoder/decoder/generator/resblocks.5/convs1.2/Conv_quant/int8_weights/product"
+         "_kernel_time", "MatMulInteger", "generator: stage 2 resblocks, convolutions"),
+        ("decoder",
+         "/decoder/decoder/generator/noise_res.0/convs2.1/Conv_quant/int8_weights/im2col"
+         "_kernel_time", "Concat", "generator: harmonic source's resblocks, convolutions"),
         ("decoder", "decoder.decoder.generator.noise_res.1.convs2.0.bias_quantizedbias_add",
          "Add", "generator: harmonic source's resblocks, convolutions"),
         ("decoder", "/decoder/decoder/generator/ups.1/ConvTranspose_kernel_time",

@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import onnx
 import onnxruntime as ort
 import pytest
 
 from voxflow.engines.base import Utterance, VoiceSettings
+from voxflow.engines.integer_convs import signed_weight_convs
 from voxflow.engines.kokoro import model as kokoro_model
 from voxflow.engines.kokoro.engine import KokoroEngine
 from voxflow.engines.kokoro.phonemes import PAD, kokoro_ids
@@ -286,6 +288,26 @@ def test_a_whole_render_sounds_like_the_original_model(whole: Audio, original_wh
     assert whole.shape == original_whole.shape
     assert _mel_distance(whole, original_whole) < 1.2
     assert abs(_rms_db(whole) - _rms_db(original_whole)) < 0.5
+
+
+def test_int8_weight_convolutions_render_the_original_model_bit_for_bit(
+    original_whole: Audio, utterance: Utterance
+) -> None:
+    """The engine's stages run Kokoro's convolutions with signed weights
+    (``voxflow.engines.integer_convs``): on the unsplit model that rewrite alone changes no
+    sample, so the faster graph is the published one's arithmetic."""
+    model = onnx.load_model_from_string(kokoro_model.read_model())
+    assert signed_weight_convs(model) == 84  # of 87: 3 are strided
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    rewritten = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    assert utterance.conditioning is not None
+    np.testing.assert_array_equal(
+        _run_original(rewritten, TEXT, utterance.conditioning), original_whole
+    )
 
 
 def test_a_stream_stays_close_to_the_whole_render(kokoro: KokoroEngine, whole: Audio) -> None:

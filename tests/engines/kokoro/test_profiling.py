@@ -41,7 +41,7 @@ def test_a_profiled_span_records_both_stages_and_gives_the_engine_its_sessions_b
         ops |= {
             e["args"]["op_name"] for e in json.loads(path.read_text()) if e.get("cat") == "Node"
         }
-    assert {"ConvInteger", "ConvTranspose", "Sin"} <= ops
+    assert {"MatMulInteger", "ConvInteger", "ConvTranspose", "Sin"} <= ops
     # The weights the profile leaves out: each upsampling ConvTranspose's (in, out, kernel).
     ups = [shape for name, shape in files.weights.items() if "/ups." in name]
     assert ups and all(len(shape) == 3 for shape in ups)

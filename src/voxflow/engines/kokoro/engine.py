@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from voxflow.engines import conv2d, graph_split, sessions
+from voxflow.engines import conv2d, graph_split, integer_convs, sessions
 from voxflow.engines.base import FloatArray, Utterance, VoiceInfo, VoiceSettings, WordSpan
 from voxflow.engines.kokoro import graph
 from voxflow.engines.kokoro.graph import (
@@ -147,7 +147,7 @@ class _Model:
             settings.split_cache,
             KokoroSplit,
             part_paths(),
-            [graph, graph_split, conv2d, sessions],
+            [graph, graph_split, conv2d, integer_convs, sessions],
             lambda: split_kokoro_model(onnx.load_model_from_string(read_model())),
         )
         split = cached.value

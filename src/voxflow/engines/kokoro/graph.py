@@ -34,6 +34,10 @@ The cuts are found from the graph's structure (the one ``Round`` of the duration
 tensors the ``/decoder/`` nodes read from the ``/encoder/`` ones, the one ``Sin`` of the harmonic
 source, the normalisation pattern ``x - mean(x)``, ``mean((x - mean)^2)``), and anything else is
 refused with a clear error.
+
+Both stages' integer convolutions then run as products with int8 weights
+(``voxflow.engines.integer_convs``): the same integers on ONNX Runtime's faster kernel, a third
+less of the decoder's time.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from voxflow.engines.graph_split import GraphSplitError, _extract
+from voxflow.engines.integer_convs import signed_weight_convs
 
 PROSODY_INPUTS = ("tokens", "style", "speed")
 ASR = "asr"
@@ -84,8 +89,12 @@ class KokoroSplit:
     norm_layers: int  # the decoder's normalisation layers (``norm0_`` ... inputs and outputs)
 
 
-def split_kokoro_model(model: onnx.ModelProto) -> KokoroSplit:
-    """Cut ``model`` into its prosody stage and its streamable decoder (module docstring)."""
+def split_kokoro_model(model: onnx.ModelProto, signed_weights: bool = True) -> KokoroSplit:
+    """Cut ``model`` into its prosody stage and its streamable decoder (module docstring).
+
+    ``signed_weights`` runs both stages' integer convolutions as products with int8 weights
+    (``voxflow.engines.integer_convs``: the same integers, bit for bit, on a faster kernel);
+    ``False`` keeps the stock nodes."""
     graph = model.graph
     nodes = list(graph.node)
     producer = {out: node for node in nodes for out in node.output}
@@ -130,6 +139,9 @@ def split_kokoro_model(model: onnx.ModelProto) -> KokoroSplit:
         new_outputs={},
     )
     layers = _blend_normalisations(decoder)
+    if signed_weights:
+        for stage in (prosody, decoder):
+            signed_weight_convs(stage)
     return KokoroSplit(
         prosody_stage=prosody.SerializeToString(),
         decoder_stage=decoder.SerializeToString(),
