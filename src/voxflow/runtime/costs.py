@@ -26,13 +26,13 @@ __all__ = [
 ]
 
 # CPU seconds a second of audio takes in the calls benchmark on the 2-core dev machine
-# (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro with every window on one
-# thread (0.71 to 0.79 per second heard at 1 to 3 calls; docs/kokoro.md, *Capacity*). Where to
+# (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro with its convolutions on
+# int8 weights (0.58 to 0.61 per second heard at 1 to 3 calls; docs/kokoro.md, *Capacity*). Where to
 # start; learnt from the streams' one-thread jobs. A stream alone renders on both cores (its
 # windows cost no more than 3 to 17% more CPU there), which it learns nothing from, so this is
 # what a second stream beside it will find.
 PIPER_AUDIO_COST_S = 0.09
-KOKORO_AUDIO_COST_S = 0.75
+KOKORO_AUDIO_COST_S = 0.6
 # Kokoro's first window: 300 ms of audio (24 frames of 12.5 ms), so that the second window,
 # rendered beside whatever else the turn's start needs, comes before it has played.
 KOKORO_FIRST_FRAMES = 24
@@ -167,14 +167,15 @@ def initial_costs(engine: str) -> CostModel:
     """A fresh model for ``engine``'s jobs, from its figures on the 2-core dev machine: each
     engine learns its own rates, since a Kokoro frame costs about twenty Piper frames."""
     if engine == "kokoro":
-        # The prosody stage and the decoder at one thread (docs/benchmarks.md, Kokoro); the
-        # decoder's window has 4 frames of context on each side. A stream alone renders its
-        # windows on both cores: on one (about 0.7 of real time in the server, its small
-        # windows and their context included) a lone call's first sentences had gaps.
+        # The prosody stage and the decoder at one thread (docs/kokoro.md, *Where the time
+        # goes*); the decoder's window has 4 frames of context on each side: about 0.4 of
+        # real time on one core in the server. A stream alone still renders its windows on
+        # both cores: on one, a lone call's turns had gaps twice as long (docs/kokoro.md,
+        # *Capacity*).
         model = CostModel(
             prepare_fixed_s=0.02,
             prepare_per_char_s=0.0012,
-            render_per_frame_s=0.009,
+            render_per_frame_s=0.0045,
             context_frames=8,
             wide_windows=True,
             first_frames=KOKORO_FIRST_FRAMES,
