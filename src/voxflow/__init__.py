@@ -60,6 +60,7 @@ from voxflow.config import ServerSettings
 from voxflow.connection.speaker import LocalSpeaker, SayResult, SayStats, SpokenWords
 from voxflow.engines.base import Engine, VoiceNotFoundError, VoiceSettings
 from voxflow.engines.kokoro.engine import KokoroEngine, KokoroSettings
+from voxflow.engines.kokoro.model import read_model as read_kokoro_model
 from voxflow.engines.kokoro.profiling import KokoroProfileFiles, profiled_kokoro
 from voxflow.engines.registry import VoiceRegistry, installed_voices
 from voxflow.engines.router import build_engine
@@ -128,6 +129,7 @@ __all__ = [
     "installed_voices",
     "parse_output_format",
     "profiled_kokoro",
+    "read_kokoro_model",
     "segment_text",
     "speak",
     "stream_url",
