@@ -177,11 +177,16 @@ PEER_VENV := .venv-peer
 PEER_PORT ?= 10200
 WYOMING_PIPER ?= wyoming-piper==2.5.2
 
-$(PEER_VENV)/.installed:
-	$(PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PEER_VENV)/bin/python -m pip install --quiet '$(WYOMING_PIPER)'
+# A peer in a venv of its own: $(1) the venv, $(2) the package to install in it.
+define peer_venv
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet '$(2)'
 	touch $@
+endef
+
+$(PEER_VENV)/.installed:
+	$(call peer_venv,$(PEER_VENV),$(WYOMING_PIPER))
 
 peer: install $(PEER_VENV)/.installed
 	$(PEER_VENV)/bin/python -m wyoming_piper --uri tcp://127.0.0.1:$(PEER_PORT) \
@@ -197,10 +202,7 @@ KOKORO_PEER_THREADS ?= 2
 KOKORO_PI ?= kokoro-pi==1.2.0
 
 $(KOKORO_PEER_VENV)/.installed:
-	$(PYTHON) -m venv $(KOKORO_PEER_VENV)
-	$(KOKORO_PEER_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(KOKORO_PEER_VENV)/bin/python -m pip install --quiet '$(KOKORO_PI)'
-	touch $@
+	$(call peer_venv,$(KOKORO_PEER_VENV),$(KOKORO_PI))
 
 $(KOKORO_PEER_VENV)/models/models.json: $(KOKORO_PEER_VENV)/.installed $(KOKORO_DIR)/.installed $(VENV)/.installed-bench $(VENV)/.installed-kokoro
 	$(BIN)/python -m voxflow_bench.kokoro_peer $(KOKORO_DIR)/voices $(KOKORO_PEER_VENV)/models
