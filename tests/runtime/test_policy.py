@@ -266,6 +266,41 @@ def test_a_wide_job_does_not_teach_the_cpu_per_audio_second() -> None:
     assert stream.costs.render_per_frame_s != render_rate
 
 
+def _wide_engine_playing(policy: SchedulingPolicy) -> StreamState:
+    """A stream of an engine that may need every core (``wide_windows``, Kokoro) with its first
+    window in hand; both its first jobs, on the way to first audio, ran on every core."""
+    costs = CostModel(wide_windows=True, render_per_frame_s=0.001)
+    stream = policy.open_stream(lambda _event: None, costs)
+    policy.submit(stream, SegmentRequest("Hello there.", "joe", VoiceSettings(), 0), 0.0)
+    for _ in range(2):
+        picked = policy.next_job(0.0, busy=0)
+        assert picked is not None and picked[1].threads == 2
+        _complete(policy, *picked, 0.0)
+    assert stream.playback_end() is not None
+    return stream
+
+
+def test_a_wide_engine_s_window_takes_every_core_only_when_one_would_be_late() -> None:
+    # With its first window in hand and a window costing a few ms on one core: its worker's
+    # own thread count (None), one core.
+    policy = SchedulingPolicy(SchedulerSettings(wide_threads=2))
+    _wide_engine_playing(policy)
+    picked = policy.next_job(0.0, busy=0)
+    assert picked is not None and picked[1].window is not None and picked[1].threads is None
+    # The same stream when its listener is about to run dry: one core would come late.
+    policy = SchedulingPolicy(SchedulerSettings(wide_threads=2))
+    stream = _wide_engine_playing(policy)
+    end = stream.playback_end()
+    assert end is not None
+    picked = policy.next_job(end - 0.01, busy=0)
+    assert picked is not None and picked[1].window is not None and picked[1].threads == 2
+    # ... but not while another job runs: then it has one core anyway.
+    policy = SchedulingPolicy(SchedulerSettings(wide_threads=2))
+    stream = _wide_engine_playing(policy)
+    picked = policy.next_job(end - 0.01, busy=1)
+    assert picked is not None and picked[1].threads is None
+
+
 # -- leads and the quiet bound ---------------------------------------------------------------------
 
 

@@ -65,8 +65,9 @@ class CostModel:
     prepare_per_char_s: float = 0.0006
     render_per_frame_s: float = 0.0004
     context_frames: int = 20  # decoder context rendered and dropped around every window
-    # Whether a window after a stream's first may use every core when nothing else runs: an
-    # engine that is not far faster than real time on one core needs it to keep up.
+    # Whether a job after a stream's first audio may use every core when nothing else runs
+    # and one core would deliver it past its deadline: an engine that is not far faster than
+    # real time on one core needs it to keep up where its listener has little in hand.
     wide_windows: bool = False
     # Frames of a stream's first window, when this engine needs more than the scheduler's
     # (None: the scheduler's): the audio in hand when the second window starts.
@@ -169,9 +170,9 @@ def initial_costs(engine: str) -> CostModel:
     if engine == "kokoro":
         # The prosody stage and the decoder at one thread (docs/kokoro.md, *Where the time
         # goes*); the decoder's window has 4 frames of context on each side: about 0.4 of
-        # real time on one core in the server. A stream alone still renders its windows on
-        # both cores: on one, a lone call's turns had gaps twice as long (docs/kokoro.md,
-        # *Capacity*).
+        # real time on one core in the server. A stream alone renders a window that one core
+        # would deliver late on both: with every window on one, a lone call's turns had gaps
+        # twice as long (docs/kokoro.md, *Capacity*).
         model = CostModel(
             prepare_fixed_s=0.02,
             prepare_per_char_s=0.0012,

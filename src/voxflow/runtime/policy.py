@@ -161,10 +161,13 @@ class SchedulingPolicy:
         stream, lane, work = popped
         stream.versions[lane] += 1
         measured = self._measure(stream, lane, work, now)
+        # A job due now on one core would come late: the latest start its one-core cost allows
+        # has passed (the job's deadline).
+        late = stream.costs.wide_windows and now >= stream.timing(lane, work, now).deadline
         job = stream.take(lane, work, now)
         if measured:
             job = replace(job, measured=True)
-        if (job.playback_end is None or stream.costs.wide_windows) and self._alone(busy):
+        if (job.playback_end is None or late) and self._alone(busy):
             job = replace(job, threads=self._settings.wide_threads)
         return stream, job
 
