@@ -11,6 +11,7 @@ steps run at once, their results fed back at a given time, as a driver does.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -154,6 +155,30 @@ def test_no_hurry_while_a_lead_waits_for_its_takeover(registry: VoiceRegistry) -
     _prepare(context, takeover)
     # The sentence is whole: the next one may be hurried, once the takeover's audio runs low.
     assert context.hurry_at() is not None
+
+
+def test_without_takeovers_the_rest_of_a_leads_sentence_is_hurried_too(
+    registry: VoiceRegistry,
+) -> None:
+    # Kokoro's contexts say the rest of a lead's sentence as a piece of its own: an LLM that
+    # pauses in it must not leave the listener with nothing until the sentence ends.
+    options = replace(context_options(_config(), StartOptions(), registry.get), takeovers=False)
+    context = Context("a", 1, options, 0.0)
+    _speak_opener(context, 2.0)
+    hurry = context.hurry_at()
+    assert hurry is not None
+    [lead] = context.poll(hurry)
+    assert lead.text == "The refund went back" and lead.takeover is None
+    utterance = _prepare(context, lead)
+    _render(context, lead, utterance, range(utterance.num_frames), hurry)
+    assert context.add_text(" card and then some more words", hurry + 0.1) == []
+    # The LLM pauses here: the arrived words are cut before the listener runs out.
+    again = context.hurry_at()
+    assert again is not None and again > hurry
+    [rest] = context.poll(again)
+    assert rest.text == "to your card and then some more" and rest.takeover is None
+    runs_out = context.listener.runs_out_at()
+    assert runs_out is not None and again < runs_out
 
 
 def test_no_hurry_with_nothing_buffered(registry: VoiceRegistry) -> None:

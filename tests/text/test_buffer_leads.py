@@ -363,6 +363,29 @@ def test_no_hurry_while_a_leads_sentence_is_unfinished() -> None:
     assert buffer.can_hurry  # the sentence is done: the next one may be hurried
 
 
+def test_without_takeovers_the_rest_of_a_leads_sentence_may_be_hurried() -> None:
+    # Kokoro says the rest of a lead's sentence as a piece of its own: when the LLM pauses in
+    # it, the arrived words are cut as a lead again rather than waiting for the sentence end.
+    buffer = TextBuffer(ChunkingConfig(), takeovers=False)
+    [lead] = buffer.feed(LONG_FIRST[:60], now=0.0)
+    assert lead.lead and lead.turn_first
+    assert buffer.has_content and buffer.can_hurry
+    [hurried] = buffer.hurry()
+    # "to" opens a phrase: the arrived words up to it, inside the lead window.
+    assert hurried == Segment(
+        "reschedule your appointment", 26, 53, SegmentEnd.WORD, 1, False, lead=True
+    )
+    low, high = DEFAULT_LEAD_COST
+    assert low <= spoken_cost(hurried.text) <= high
+    # The rest of the sentence ends at its end, as after any lead.
+    [rest] = buffer.feed(LONG_FIRST[60:], now=0.1)
+    assert rest.text == "to next Tuesday afternoon if that works better for you." and not rest.lead
+    # The same buffer with takeovers waits for the sentence end, as above.
+    waiting = TextBuffer(ChunkingConfig())
+    waiting.feed(LONG_FIRST[:60], now=0.0)
+    assert not waiting.can_hurry and waiting.hurry() == []
+
+
 def test_no_hurry_while_a_first_leads_sentence_is_unfinished() -> None:
     buffer = TextBuffer(ChunkingConfig())
     [lead] = buffer.feed(LONG_FIRST[:60], now=0.0)

@@ -189,7 +189,7 @@ class Context:
         self.serial = serial
         self.options = options
         self.state = ContextState.OPEN
-        self.buffer = TextBuffer(options.chunking)
+        self.buffer = TextBuffer(options.chunking, takeovers=options.takeovers)
         # Only the encode jobs touch the encoder (off the event loop, one at a time, in order).
         self._encoder = StreamEncoder(options.output_format, options.source_rate)
         self._queued: deque[_Queued] = deque()

@@ -62,7 +62,11 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
   "Sure thing!", has been said while the next sentence is still arriving). The segment under
   construction is then cut as a turn's first segment is, with the lead window over the text
   from its start: at once when what has arrived decides it, else as soon as the text that
-  arrives does. A lead cut so is marked ``lead`` like a first one.
+  arrives does. A lead cut so is marked ``lead`` like a first one. The segment that finishes
+  a lead's sentence is not hurried when the session renders that sentence again whole (its
+  takeover must cover it); without takeovers (``TextBuffer(..., takeovers=False)``: Kokoro,
+  which says the rest of a lead's sentence as a piece of its own) it is, so that an LLM that
+  pauses mid-sentence after a lead cannot leave the listener with nothing.
 * Look-ahead (``lookahead_s``): a sentence end at the very end of the buffered text is only
   confirmed by the next word. When nothing arrives for ``lookahead_s`` after it, ``poll`` takes
   it as confirmed (if it would end a sentence before a capital: not "Dr." or "e.g.") and emits
@@ -107,8 +111,11 @@ class _Priced:
 class TextBuffer:
     """Accumulates fed text and releases segments according to a ``ChunkingConfig``."""
 
-    def __init__(self, config: ChunkingConfig) -> None:
+    def __init__(self, config: ChunkingConfig, takeovers: bool = True) -> None:
+        """``takeovers``: whether a lead's sentence is rendered again whole, so that the
+        segment finishing it is never hurried (module docstring)."""
         self._config = config
+        self._takeovers = takeovers
         self._schedule = config.effective_schedule
         self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._leads = config.leads
@@ -156,12 +163,12 @@ class TextBuffer:
     @property
     def can_hurry(self) -> bool:
         """Whether ``hurry`` would do anything: text waits, there is a lead window, and the
-        segment under construction neither is hurried already nor finishes a lead's
-        sentence."""
+        segment under construction neither is hurried already nor finishes a lead's sentence
+        that a takeover renders again."""
         return (
             self._leads is not None
             and not self._hurried
-            and not self._after_lead
+            and not (self._after_lead and self._takeovers)
             and self.has_content
         )
 
@@ -236,8 +243,8 @@ class TextBuffer:
         """Cut the segment under construction as a turn's first segment is cut (see the module
         docstring); returns the segments that became ready (none when the text that has
         arrived does not decide the cut yet: ``feed`` returns it then). No-op without a lead
-        window (``ChunkingConfig.leads``), while a lead's sentence is unfinished, or when
-        nothing is buffered."""
+        window (``ChunkingConfig.leads``), while a lead's sentence that a takeover renders is
+        unfinished, or when nothing is buffered."""
         if not self.can_hurry:
             return []
         self._hurried = True
