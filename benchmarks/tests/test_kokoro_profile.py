@@ -14,7 +14,7 @@ from voxflow.engines.registry import VoiceRegistry
 from voxflow_bench import kokoro_profile
 from voxflow_bench.kokoro_profile import KokoroProfile, format_profile, part_of, profile_kokoro
 
-TEXT = "Sure, your table for four is booked at seven tonight."
+TEXT = "Your table for four is booked."
 
 
 @pytest.fixture(scope="module")
