@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import logging
 import sys
@@ -54,9 +55,10 @@ def write_peer_models(voices_dir: Path, models_dir: Path, voice: str = "af_heart
     models_dir.mkdir(parents=True, exist_ok=True)
     model = read_kokoro_model()
     (models_dir / MODEL_FILE).write_bytes(model)
-    with open(models_dir / VOICES_FILE, "wb") as file:
-        # Any: numpy's stub types savez's keywords as its allow_pickle flag.
-        np.savez(file, allow_pickle=False, **cast(dict[str, Any], packs))
+    voices = io.BytesIO()
+    # Any: numpy's stub types savez's keywords as its allow_pickle flag.
+    np.savez(voices, allow_pickle=False, **cast(dict[str, Any], packs))
+    (models_dir / VOICES_FILE).write_bytes(voices.getvalue())
     manifest = {
         "kokoro_pi": 1,
         "voice": voice,
@@ -64,7 +66,7 @@ def write_peer_models(voices_dir: Path, models_dir: Path, voice: str = "af_heart
         "variants": {VARIANT: {"model": MODEL_FILE, "custom_ops": [], "backend": "upstream-onnx"}},
         "checksums": {
             MODEL_FILE: hashlib.sha256(model).hexdigest(),
-            VOICES_FILE: hashlib.sha256((models_dir / VOICES_FILE).read_bytes()).hexdigest(),
+            VOICES_FILE: hashlib.sha256(voices.getvalue()).hexdigest(),
         },
         "made_by": "voxflow_bench.kokoro_peer",
     }

@@ -115,30 +115,19 @@ def _as_matmul(
     nodes = [helper.make_node("Transpose", [x], [p + "rows"], name=p + "rows", perm=_TO_ROWS)]
     rows = p + "rows"
     if pads != [0, 0]:
-        weights.append(
-            numpy_helper.from_array(
-                np.array([0, pads[0], 0, 0, pads[1], 0], dtype=np.int64), p + "pads"
-            )
-        )
+        weights.append(_int64s([0, pads[0], 0, 0, pads[1], 0], p + "pads"))
         pad_inputs = [rows, p + "pads"] + ([x_zero] if x_zero else [])
         nodes.append(helper.make_node("Pad", pad_inputs, [p + "padded"], name=p + "pad"))
         rows = p + "padded"
     if taps > 1:
         # Tap j reads the padded rows from j * d to the end less the reach of the taps after it.
         span = dilation * (taps - 1)
-        weights.append(numpy_helper.from_array(np.array([1], dtype=np.int64), p + "axis"))
+        weights.append(_int64s([1], p + "axis"))
         views = []
         for j in range(taps):
             start, end = j * dilation, j * dilation - span
-            weights.append(
-                numpy_helper.from_array(np.array([start], dtype=np.int64), p + f"start{j}")
-            )
-            weights.append(
-                numpy_helper.from_array(
-                    np.array([end if end < 0 else np.iinfo(np.int64).max], dtype=np.int64),
-                    p + f"end{j}",
-                )
-            )
+            weights.append(_int64s([start], p + f"start{j}"))
+            weights.append(_int64s([end if end < 0 else np.iinfo(np.int64).max], p + f"end{j}"))
             views.append(p + f"tap{j}")
             nodes.append(
                 helper.make_node(
@@ -158,3 +147,8 @@ def _as_matmul(
         )
     )
     return nodes, weights
+
+
+def _int64s(values: list[int], name: str) -> TensorProto:
+    """An int64 initializer: the pads, axes and bounds ``Pad`` and ``Slice`` read."""
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)

@@ -27,10 +27,10 @@ __all__ = [
 
 # CPU seconds a second of audio takes in the calls benchmark on the 2-core dev machine
 # (docs/benchmarks.md#calls): the bundled Piper voice, and Kokoro with its convolutions on
-# int8 weights (0.58 to 0.61 per second heard at 1 to 3 calls; docs/kokoro.md, *Capacity*). Where to
-# start; learnt from the streams' one-thread jobs. A stream alone renders on both cores (its
-# windows cost no more than 3 to 17% more CPU there), which it learns nothing from, so this is
-# what a second stream beside it will find.
+# int8 weights (0.48 to 0.61 per second heard at 1 to 3 calls while a lone stream rendered
+# every window on both cores; 0.39 to 0.48 since it does so only for a late one:
+# docs/kokoro.md, *Capacity*). Where to start; learnt from the streams' one-thread jobs (a
+# job on both cores teaches nothing of what a second stream beside it will find).
 PIPER_AUDIO_COST_S = 0.09
 KOKORO_AUDIO_COST_S = 0.6
 # Kokoro's first window: 300 ms of audio (24 frames of 12.5 ms), so that the second window,

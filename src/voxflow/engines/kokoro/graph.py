@@ -89,12 +89,9 @@ class KokoroSplit:
     norm_layers: int  # the decoder's normalisation layers (``norm0_`` ... inputs and outputs)
 
 
-def split_kokoro_model(model: onnx.ModelProto, signed_weights: bool = True) -> KokoroSplit:
-    """Cut ``model`` into its prosody stage and its streamable decoder (module docstring).
-
-    ``signed_weights`` runs both stages' integer convolutions as products with int8 weights
-    (``voxflow.engines.integer_convs``: the same integers, bit for bit, on a faster kernel);
-    ``False`` keeps the stock nodes."""
+def split_kokoro_model(model: onnx.ModelProto) -> KokoroSplit:
+    """Cut ``model`` into its prosody stage and its streamable decoder, their integer
+    convolutions on int8 weights (module docstring)."""
     graph = model.graph
     nodes = list(graph.node)
     producer = {out: node for node in nodes for out in node.output}
@@ -139,9 +136,8 @@ def split_kokoro_model(model: onnx.ModelProto, signed_weights: bool = True) -> K
         new_outputs={},
     )
     layers = _blend_normalisations(decoder)
-    if signed_weights:
-        for stage in (prosody, decoder):
-            signed_weight_convs(stage)
+    for stage in (prosody, decoder):
+        signed_weight_convs(stage)
     return KokoroSplit(
         prosody_stage=prosody.SerializeToString(),
         decoder_stage=decoder.SerializeToString(),
