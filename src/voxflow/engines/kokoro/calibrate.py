@@ -1,7 +1,7 @@
 """Compute Kokoro's shipped priors again: ``python -m voxflow.engines.kokoro.calibrate``.
 
-Renders each ``CALIBRATION`` sentence whole with each pack (every English pack installed, or
-the ones named), averages the decoder's normalisation statistics per pack, and writes
+Renders each ``CALIBRATION`` sentence of a pack's language whole with each pack (every pack
+installed, or the ones named), averages the decoder's normalisation statistics per pack, and writes
 ``voxflow.engines.kokoro.prior.PRIOR_FILE`` (or ``--out``). About ten seconds a pack on two
 cores. Needed only when the model, the packs or the calibration sentences change.
 """
@@ -22,15 +22,25 @@ from voxflow.engines.kokoro.prior import (
     save_priors,
 )
 from voxflow.engines.kokoro.running import Stats
-from voxflow.engines.kokoro.voices import PREFIX, default_voices_dir, find_packs, pack_digest
+from voxflow.engines.kokoro.voices import (
+    PREFIX,
+    default_voices_dir,
+    find_packs,
+    language_of,
+    pack_digest,
+)
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.text.language import text_language_of
 
 log = logging.getLogger(__name__)
 
 
-def calibrate(engine: KokoroEngine, pack: str, sentences: Sequence[str] = CALIBRATION) -> Stats:
-    """A pack's prior: its mean statistics over ``sentences``, each rendered whole."""
+def calibrate(engine: KokoroEngine, pack: str, sentences: Sequence[str] | None = None) -> Stats:
+    """A pack's prior: its mean statistics over ``sentences`` (its language's ``CALIBRATION``
+    by default), each rendered whole."""
     log.info("calibrating %s", pack)
+    if sentences is None:
+        sentences = CALIBRATION[text_language_of(language_of(pack) or "")]
     return mean_stats([engine.whole_statistics(text, PREFIX + pack) for text in sentences])
 
 

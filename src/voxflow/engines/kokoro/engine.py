@@ -1,6 +1,7 @@
 """Kokoro-82M engine: the quality tier, streamed inside a segment like Piper.
 
-``prepare`` phonemizes (espeak-ng, as for Piper voices) and runs the prosody stage once on the
+``prepare`` phonemizes (espeak-ng for English, as for Piper voices; misaki's G2P for Japanese:
+``voxflow.engines.phonemizers``) and runs the prosody stage once on the
 whole segment (text encoder, durations, F0 and energy; a few per cent of the work), leaving the
 decoder's input in the ``Utterance``, at 80 frames a second (300 samples at 24 kHz each): the
 aligned text features (512 rows, each alignment frame written twice, since the decoder reads
@@ -54,22 +55,22 @@ from voxflow.engines.kokoro.graph import (
     window_meansq,
 )
 from voxflow.engines.kokoro.model import part_paths, read_model
-from voxflow.engines.kokoro.phonemes import MAX_IDS, PAD, kokoro_ids
+from voxflow.engines.kokoro.phonemes import MAX_IDS, PAD, kokoro_ids, respelling_for
 from voxflow.engines.kokoro.prior import PRIOR_FILE, Priors, load_priors, mean_stats
 from voxflow.engines.kokoro.running import SAMPLES_PER_FRAME, Phases, RunningStats, Stats
 from voxflow.engines.kokoro.voices import (
     PACK_ROWS,
     SAMPLE_RATE,
     blend_packs,
-    espeak_voice_of,
     load_blend,
     parse_voice,
 )
-from voxflow.engines.phonemize import Phonemizer
+from voxflow.engines.phonemizers import phonemizer_for
 from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
 from voxflow.engines.split_cache import SplitCache, cached_cut
+from voxflow.text.language import text_language_of
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +208,9 @@ class _Voice:
     def __init__(self, info: VoiceInfo, pack: FloatArray, prior: Stats) -> None:
         self.info = info
         self.pack = pack
-        # A blend speaks with the accent of its first pack.
-        self.phonemizer = Phonemizer(espeak_voice_of(parse_voice(info.name).parts[0][0]))
+        # A blend speaks with the accent of its first pack (all of one language).
+        self.phonemizer = phonemizer_for(info.language)
+        self.respell = respelling_for(text_language_of(info.language))
         self.prior = prior
 
 
@@ -273,7 +275,7 @@ class KokoroEngine:
         packs = load_blend(blend, self._registry.kokoro_packs())
         priors = self.priors()
         prior = mean_stats(
-            [priors.for_pack(packs[name].digest) for name, _ in blend.parts],
+            [priors.for_pack(packs[name].digest, info.language) for name, _ in blend.parts],
             [weight for _, weight in blend.parts],
         )
         read = _Voice(info, blend_packs(blend, packs), prior)
@@ -346,7 +348,7 @@ class KokoroEngine:
         if settings.speaker_id not in (None, 0):
             raise ValueError(f"voice {voice.info.name} has a single speaker")
         phonemized = voice.phonemizer.phonemize(text)
-        tokens = kokoro_ids(phonemized.phonemes)
+        tokens = kokoro_ids(phonemized.phonemes, voice.respell)
         if len(tokens.ids) > MAX_IDS:
             raise TextTooLongError(len(tokens.ids), MAX_IDS)
         phonemes = (_BOS, *phonemized.phonemes, _EOS)

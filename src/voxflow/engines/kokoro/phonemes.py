@@ -1,19 +1,24 @@
-"""Kokoro's input: espeak-ng phonemes (the same phonemizer Piper voices use) as Kokoro token ids.
+"""Kokoro's input: a phonemizer's symbols as Kokoro token ids.
 
 Kokoro-82M reads one id per IPA symbol from a fixed table of 114 symbols (the model's ``vocab``,
-as published with the model and its ONNX export). espeak-ng's output is mapped to it the way
-the Kokoro ports that use espeak-ng do: a few symbols espeak-ng writes and Kokoro never saw are
-respelled (``r`` -> ``ɹ``, ``x`` -> ``k``, ``ʲ`` -> ``j``, ``ɬ`` -> ``l``), and anything else
-outside the table is dropped. Respelling is one symbol for one, so the word ranges of the
-phonemizer still index the phonemes.
+as published with the model and its ONNX export). English comes from espeak-ng (the same
+phonemizer Piper voices use) and is mapped to it the way the Kokoro ports that use espeak-ng do:
+a few symbols espeak-ng writes and Kokoro's English never saw are respelled (``r`` -> ``ɹ``,
+``x`` -> ``k``, ``ʲ`` -> ``j``, ``ɬ`` -> ``l``). Japanese comes from misaki's G2P, the phonemes
+Kokoro was trained on, and is taken as it is (its ``kʲ`` is Kokoro's). Anything outside the
+table is dropped. Respelling is one symbol for one, so the word ranges of the phonemizer still
+index the phonemes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from voxflow.text.language import TextLanguage
 
 # Kokoro-82M's symbol table (config.json "vocab" of hexgrad/Kokoro-82M; 0 is the pad).
 VOCAB: dict[str, int] = {
@@ -135,7 +140,15 @@ VOCAB: dict[str, int] = {
 PAD = 0
 # Kokoro reads at most 512 tokens: the text's ids plus a pad on each side.
 MAX_IDS = 510
-_RESPELL = {"r": "ɹ", "x": "k", "ʲ": "j", "ɬ": "l"}
+_RESPELLINGS: dict[TextLanguage, Mapping[str, str]] = {
+    TextLanguage.ENGLISH: {"r": "ɹ", "x": "k", "ʲ": "j", "ɬ": "l"},
+    TextLanguage.JAPANESE: {},
+}
+
+
+def respelling_for(language: TextLanguage) -> Mapping[str, str]:
+    """How a language's phonemizer's symbols are respelled for Kokoro (module docstring)."""
+    return _RESPELLINGS[language]
 
 
 @dataclass(frozen=True)
@@ -146,14 +159,14 @@ class KokoroIds:
     owner: npt.NDArray[np.int64]
 
 
-def kokoro_ids(phonemes: tuple[str, ...]) -> KokoroIds:
-    """Ids for ``phonemes`` (one symbol each, as ``Phonemizer`` gives them for ``en-us`` and
-    ``en-gb``); a symbol outside ``VOCAB`` after respelling is dropped."""
+def kokoro_ids(phonemes: tuple[str, ...], respell: Mapping[str, str]) -> KokoroIds:
+    """Ids for ``phonemes`` (one symbol each, as the phonemizers give them), respelled by
+    ``respell`` (``respelling_for``); a symbol outside ``VOCAB`` after that is dropped."""
     ids: list[int] = []
     owner: list[int] = []
     for index, phoneme in enumerate(phonemes):
         for symbol in phoneme:  # a merged cluster is several symbols
-            token = VOCAB.get(_RESPELL.get(symbol, symbol))
+            token = VOCAB.get(respell.get(symbol, symbol))
             if token is not None:
                 ids.append(token)
                 owner.append(index)

