@@ -68,7 +68,8 @@ def test_the_kokoro_voices_are_listed(base_url: str) -> None:
     assert voices[HEART]["sample_rate"] == 24000
     assert voices[HEART]["language"] == voices["joe"]["language"] == "en_US"
     assert voices["kokoro:bm_george"]["language"] == "en_GB"
-    assert sum(name.startswith("kokoro:") for name in voices) == 28
+    assert voices["kokoro:jf_alpha"]["language"] == voices["kokoro:jm_kumo"]["language"] == "ja_JP"
+    assert sum(name.startswith("kokoro:") for name in voices) == 28 + 5
     assert voices["joe"]["default"] is True and voices[HEART]["default"] is False
 
 

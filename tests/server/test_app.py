@@ -45,6 +45,23 @@ def test_voices_serve_both_our_fields_and_elevenlabs(server_url: str) -> None:
     assert voice["labels"]["language"] == "en"
 
 
+def test_voices_and_models_show_the_voices_languages(server_url: str) -> None:
+    _, body = _get(server_url + "/v1/voices")
+    (voice,) = json.loads(body)["voices"]
+    assert [(v["language"], v["locale"]) for v in voice["verified_languages"]] == [("en", "en-US")]
+    english = [{"language_id": "en", "name": "English"}]
+    # One path, two shapes: OpenAI's object by default, ElevenLabs' array to its clients.
+    _, body = _get(server_url + "/v1/models")
+    openai = json.loads(body)
+    assert openai["object"] == "list"
+    assert all(model["languages"] == english for model in openai["data"])
+    request = urllib.request.Request(server_url + "/v1/models", headers={"xi-api-key": "any"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        elevenlabs = json.loads(response.read())
+    assert isinstance(elevenlabs, list) and elevenlabs
+    assert all(model["languages"] == english and model["model_id"] for model in elevenlabs)
+
+
 def test_metrics_expose_the_documented_series(server_url: str) -> None:
     request = urllib.request.Request(
         server_url + "/v1/audio/speech",

@@ -38,6 +38,14 @@ def test_split_spoken_prefers_a_cut_after_punctuation() -> None:
     assert split_spoken(text, 40)[0] == (0, 40)
 
 
+def test_split_spoken_cuts_japanese_after_its_punctuation() -> None:
+    # No spaces: the cut goes after "、" or "。" (the latest in the second half), not mid-word.
+    text = "明日の会議では、新しい計画について説明します。資料は事前にお送りしました。"
+    assert split_spoken(text, 30) == [(0, 23), (23, len(text))]
+    assert split_spoken(text, 20) == [(0, 8), (8, 23), (23, len(text))]
+    assert split_spoken("東京" * 20, 30) == [(0, 30), (30, 40)]  # nothing to cut at
+
+
 def test_split_spoken_leaves_short_text_whole_and_skips_blank_text() -> None:
     assert split_spoken("  Hello there.  ", 300) == [(2, 14)]
     assert split_spoken("   ", 10) == []

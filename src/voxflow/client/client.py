@@ -135,6 +135,7 @@ class VoxflowClient:
         text_format: str | None = None,
         volume: float | None = None,
         sentence_pause_ms: float | None = None,
+        language: str | None = None,
     ) -> float:
         return await self.send_message(
             start_message(
@@ -148,6 +149,7 @@ class VoxflowClient:
                 text_format=text_format,
                 volume=volume,
                 sentence_pause_ms=sentence_pause_ms,
+                language=language,
             )
         )
 

@@ -132,8 +132,10 @@ def start_message(
     text_format: str | None = None,
     volume: float | None = None,
     sentence_pause_ms: float | None = None,
+    language: str | None = None,
 ) -> dict[str, object]:
-    """A ``start`` message; options left as ``None`` are left out, so the server's defaults hold."""
+    """A ``start`` message; options left as ``None`` are left out, so the server's defaults hold.
+    ``language`` (``ja``, ``en-GB``): the server refuses the context unless the voice speaks it."""
     message: dict[str, object] = {
         "type": "start",
         "context_id": context_id,
@@ -150,6 +152,7 @@ def start_message(
         "text_format": text_format,
         "volume": volume,
         "sentence_pause_ms": sentence_pause_ms,
+        "language": language,
     }
     message.update({k: v for k, v in optional.items() if v is not None})
     return message

@@ -163,6 +163,7 @@ async def speak(
     speed: float | None = None,
     seed: int | None = None,
     playout_buffer_ms: float = 150.0,
+    language: str | None = None,
 ) -> ContextResult:
     """Open ``context_id``, send all of ``text`` and ``end``, and record it until ``done``.
 
@@ -172,7 +173,14 @@ async def speak(
     ``context_id`` until taken with ``events()`` or ``pending()``.)
     """
     recorder = ContextRecorder(context_id, playout_buffer_ms)
-    await client.start(context_id, voice=voice, output_format=output_format, speed=speed, seed=seed)
+    await client.start(
+        context_id,
+        voice=voice,
+        output_format=output_format,
+        speed=speed,
+        seed=seed,
+        language=language,
+    )
     recorder.text_sent(await client.send_text(context_id, text))
     await client.end(context_id)
     return await recorder.collect(client, stop_on_error=True)

@@ -90,8 +90,7 @@ def _fold(text: str) -> _Folded:
 
 
 class JapanesePhonemizer:
-    """Thread-safe Japanese phonemizer. Its dictionaries load on first use (half a second,
-    once a process)."""
+    """Thread-safe Japanese phonemizer."""
 
     def __init__(self) -> None:
         # Imported here: the G2P's packages are optional (installed with the voices). misaki
@@ -107,6 +106,10 @@ class JapanesePhonemizer:
         self._kata2hira: Callable[[str], str] = jaconv.kata2hira
         self._word_class: Any = misaki_ja.Word
         self._dictionary: frozenset[str] = misaki_ja.JA_WORDS
+        # pyopenjtalk reads its dictionaries on its first call (half a second, once a process):
+        # here, when the voice loads, not in a listener's first sentence.
+        with _OPENJTALK:
+            self._g2p.tagger("あ")
 
     def phonemes(self, text: str) -> list[str]:
         """The phonemes of ``text``, one symbol each."""

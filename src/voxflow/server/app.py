@@ -25,11 +25,16 @@ from voxflow.server.security import AccessPolicy, SecurityMiddleware
 from voxflow.server.services import Services, refuse_voice_sources
 from voxflow.transports.cartesia.routes import mount_cartesia
 from voxflow.transports.deepgram.routes import mount_deepgram
+from voxflow.transports.elevenlabs import models as elevenlabs_models
+from voxflow.transports.elevenlabs.errors import http_error as elevenlabs_error
 from voxflow.transports.elevenlabs.http import elevenlabs_voice_fields
 from voxflow.transports.elevenlabs.routes import mount_elevenlabs
+from voxflow.transports.languages import SpokenLanguage, spoken_languages
 from voxflow.transports.native.prefetch import prefetch
 from voxflow.transports.native.websocket import serve_native
 from voxflow.transports.openai import http as openai_http
+from voxflow.transports.openai import models as openai_models
+from voxflow.transports.openai.errors import openai_error
 from voxflow.transports.openai.routes import mount_openai_models
 from voxflow.transports.wyoming.framing import FrameLimits
 from voxflow.transports.wyoming.server import start_wyoming_server
@@ -60,6 +65,16 @@ def _refusing(gateway: Gateway | None) -> bool:
         return False  # starting: the routes answer so, in their turn
     admission = gateway.admission
     return admission.draining or admission.saturated(time.monotonic())
+
+
+def voice_languages(gateway: Gateway | None) -> tuple[SpokenLanguage, ...]:
+    """The languages the server's voices speak, the default voice's first (none while the
+    server starts)."""
+    if gateway is None:
+        return ()
+    context = gateway.context
+    voices = sorted(context.voices(), key=lambda voice: voice.name != context.default_voice)
+    return spoken_languages(voices)
 
 
 def wyoming_limits(settings: ServerSettings) -> FrameLimits:
@@ -234,7 +249,27 @@ def create_app(settings: ServerSettings, engine: EngineRouter | None = None) -> 
     async def stream(websocket: WebSocket) -> None:
         await serve_native(websocket, _gateway(websocket))
 
-    mount_openai_models(app)
+    @app.get("/v1/models")
+    async def models(request: Request) -> JSONResponse:
+        # One path, two clients' shapes (as ``GET /v1/voices`` serves both in one): ElevenLabs'
+        # SDK parses a bare array of its Model objects, OpenAI's an object with ``data``.
+        gateway = gateway_of()
+        elevenlabs = elevenlabs_models.from_elevenlabs(request.headers)
+        if gateway is None:
+            starting = "the server is still starting"
+            error = (
+                elevenlabs_error("service_unavailable", starting)
+                if elevenlabs
+                else openai_error("service_unavailable", starting)
+            )
+            return JSONResponse(error.body, status_code=error.status)
+        languages = voice_languages(gateway)
+        if elevenlabs:
+            max_chars = gateway.context.max_message_chars
+            return JSONResponse(elevenlabs_models.model_list(languages, max_chars))
+        return JSONResponse(openai_models.model_list(languages))
+
+    mount_openai_models(app, lambda: voice_languages(gateway_of()))
     # ElevenLabs-compatible HTTP + WebSocket endpoints (transports/elevenlabs/).
     mount_elevenlabs(app, gateway_of)
     mount_cartesia(app, gateway_of)

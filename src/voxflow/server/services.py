@@ -88,8 +88,10 @@ class Services:
         default_voice = registry.get(settings.default_voice or registry.default_voice).name
         engine.load(default_voice)
         if registry.kokoro_enabled:
-            # The model and one voice now, not in a listener's first request (seconds).
-            engine.load(_kokoro_voice_to_load(registry, default_voice))
+            # The model and a voice of each language now (with its phonemizer), not in a
+            # listener's first request (seconds).
+            for voice in _kokoro_voices_to_load(registry, default_voice):
+                engine.load(voice)
         if settings.kokoro_fallback_voice is not None:
             fallback = registry.get(settings.kokoro_fallback_voice)
             if fallback.engine == "kokoro":
@@ -303,9 +305,14 @@ def voice_registry(settings: ServerSettings) -> VoiceRegistry:
     return VoiceRegistry(settings.voices_dir, kokoro_dir=kokoro_dir, aliases=settings.aliases())
 
 
-def _kokoro_voice_to_load(registry: VoiceRegistry, default_voice: str) -> str:
-    """The default voice if it is a Kokoro voice, else ``af_heart`` (or the first there is)."""
-    kokoro = [v.name for v in registry.list() if v.engine == "kokoro"]
-    if registry.get(default_voice).engine == "kokoro":
-        return default_voice
-    return KOKORO_VOICE if KOKORO_VOICE in kokoro else kokoro[0]
+def _kokoro_voices_to_load(registry: VoiceRegistry, default_voice: str) -> list[str]:
+    """The default voice if it is a Kokoro voice, else ``af_heart`` (or the first there is);
+    then the first Kokoro voice of each other language."""
+    kokoro = [v for v in registry.list() if v.engine == "kokoro"]
+    default = registry.get(default_voice)
+    if default.engine != "kokoro":
+        names = [v.name for v in kokoro]
+        default = registry.get(KOKORO_VOICE if KOKORO_VOICE in names else names[0])
+    first_of_language = {v.language: v.name for v in reversed(kokoro)}
+    first_of_language.pop(default.language, None)
+    return [default.name, *sorted(first_of_language.values())]

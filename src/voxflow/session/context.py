@@ -55,6 +55,7 @@ from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, every_sentence
+from voxflow.text.language import TextLanguage
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
 from voxflow.text.ssml import SsmlDialect, Style
 
@@ -113,6 +114,9 @@ class ContextOptions:
     # sentence taking over from that part (else the rest is a piece of its own).
     takeovers: bool = True
     markup: SsmlDialect | None = None  # None: the text is plain text
+    # The voice's text language: how the buffer cuts the text (``normalizer`` is the same
+    # language's).
+    language: TextLanguage = TextLanguage.ENGLISH
     volume: float = 1.0  # a linear gain on the voice's audio
     sentence_pause_ms: float | None = None  # None: ``seams``' own
 
@@ -189,7 +193,9 @@ class Context:
         self.serial = serial
         self.options = options
         self.state = ContextState.OPEN
-        self.buffer = TextBuffer(options.chunking, takeovers=options.takeovers)
+        self.buffer = TextBuffer(
+            options.chunking, takeovers=options.takeovers, language=options.language
+        )
         # Only the encode jobs touch the encoder (off the event loop, one at a time, in order).
         self._encoder = StreamEncoder(options.output_format, options.source_rate)
         self._queued: deque[_Queued] = deque()

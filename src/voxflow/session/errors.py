@@ -54,6 +54,13 @@ CODES: Mapping[str, ErrorCode] = MappingProxyType(
         "unknown_voice": ErrorCode("the voice names no voice the server has"),
         "unknown_speaker": ErrorCode("the speaker is not one of the voice's speakers"),
         "unsupported_voice": ErrorCode("a voice the protocol cannot stream (its sample rate)"),
+        "invalid_language": ErrorCode(
+            "a language that is not a language code (ja, en, en-US, en_GB)"
+        ),
+        "unsupported_language": ErrorCode(
+            "a language the voice does not speak, or one no voice speaks where the protocol "
+            "picks the voice by language (Wyoming, a Deepgram Aura model name)"
+        ),
         "unsupported_format": ErrorCode("an output format the server cannot produce"),
         "unsupported_text_format": ErrorCode("text the server cannot read as plain text (SSML)"),
         "invalid_ssml": ErrorCode(

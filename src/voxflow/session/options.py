@@ -1,10 +1,11 @@
 """The one place where a client's options are validated and its voice looked up.
 
 Every protocol decodes its own wire fields (types, names, its own ranges such as ElevenLabs'
-chunk schedule bounds) and then hands the values here: voice names, output formats,
-normalization modes, voice settings and text lengths are checked once, the same way for all of
-them, and a refusal is a ``SessionError`` with a code from ``voxflow.session.errors``. The session
-resolves a context's ``StartOptions`` with ``context_options`` when it opens one.
+chunk schedule bounds) and then hands the values here: voice names, languages (against the
+voice), output formats, normalization modes, voice settings and text lengths are checked once,
+the same way for all of them, and a refusal is a ``SessionError`` with a code from
+``voxflow.session.errors``. The session resolves a context's ``StartOptions`` with
+``context_options`` when it opens one.
 
 The values themselves are strict here too, whatever carried them: a number is a finite JSON
 number (never a boolean, ``NaN`` or an infinity, ``finite_number``); a name (voice, speaker,
@@ -32,6 +33,7 @@ from voxflow.session.context import (
 )
 from voxflow.session.errors import SessionError
 from voxflow.text.chunking import ChunkingConfig, every_sentence
+from voxflow.text.language import TextLanguage, locale_matches, parse_locale, text_language_of
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 from voxflow.text.ssml import SSML, SsmlDialect
@@ -42,6 +44,7 @@ __all__ = [
     "SessionConfig",
     "StartOptions",
     "VoiceLookup",
+    "check_language",
     "check_name",
     "check_pause",
     "check_speaker",
@@ -56,6 +59,7 @@ __all__ = [
     "shown",
     "text_format",
     "voice_settings",
+    "voice_text_language",
 ]
 
 VoiceLookup = Callable[[str], VoiceInfo]
@@ -117,6 +121,9 @@ class StartOptions:
     markup: SsmlDialect | None = None  # None: the text is plain text, tags and all
     volume: float = 1.0  # a linear gain
     sentence_pause_ms: float | None = None  # None: the server's
+    # The language the client says its text is in (``ja``, ``en-GB``): the voice must speak it
+    # (``check_language``). None: the voice's own, whatever it is.
+    language: str | None = None
 
 
 def resolve_voice(
@@ -143,6 +150,37 @@ def resolve_voice(
             return voices(default)
         message = str(error) if hint is None else f"{error}; {hint}"
         raise SessionError("unknown_voice", message) from error
+
+
+def check_language(voice: VoiceInfo, language: str | None) -> None:
+    """Refuse a request whose ``language`` the voice does not speak: ``invalid_language`` for a
+    value that is no language code, ``unsupported_language`` for one the voice does not speak
+    (``ja`` with ``en_US``; ``en-GB`` with ``en_US``, while plain ``en`` matches both English
+    voices: ``voxflow.text.language.locale_matches``). A voice never speaks another language's
+    text well (its phonemizer, sentence marks and number readings are its language's), so the
+    request is refused before anything of it is spoken rather than read out wrong."""
+    if language is None:
+        return
+    check_name(language, "language", "invalid_language")
+    try:
+        parse_locale(language)
+    except ValueError:
+        # Shown bounded (``shown``), as every refused name is.
+        raise SessionError(
+            "invalid_language",
+            f"language {shown(language)} is not a language code (write ja, en, en-US or en_GB)",
+        ) from None
+    try:
+        speaks = locale_matches(language, voice.language)
+    except ValueError:
+        speaks = False  # a voice whose locale is no language code speaks no language we know
+    if not speaks:
+        # A language code is short and plain (``parse_locale`` took it): shown as written.
+        raise SessionError(
+            "unsupported_language",
+            f"voice {voice.name} speaks {voice.language or 'an unknown language'}, "
+            f"not {language.strip()}",
+        )
 
 
 def check_speaker(voice: VoiceInfo, speaker_id: int | None) -> None:
@@ -312,6 +350,7 @@ def context_options(
 ) -> ContextOptions:
     """What a new context runs with: its voice looked up and every option checked."""
     voice = resolve_voice(voices, options.voice, config.default_voice)
+    check_language(voice, options.language)
     check_speaker(voice, options.settings.speaker_id)
     fmt = output_format(options.output_format or config.default_format)
     chunking = config.chunking
@@ -325,6 +364,7 @@ def context_options(
             chunking = every_sentence(chunking)
     except ValueError as error:
         raise SessionError("invalid_message", str(error)) from error
+    language = voice_text_language(voice)
     return ContextOptions(
         voice=voice.name,
         output_format=fmt,
@@ -332,7 +372,7 @@ def context_options(
         chunking=chunking,
         source_rate=voice.sample_rate,
         seams=config.seams,
-        normalizer=config.normalizer.with_lexicon(options.lexicon),
+        normalizer=config.normalizer.for_language(language).with_lexicon(options.lexicon),
         normalization=options.normalization,
         max_piece_chars=config.max_piece_chars,
         hurry_margin_s=(
@@ -340,9 +380,20 @@ def context_options(
         ),
         takeovers=voice.engine != "kokoro" or config.kokoro_takeovers,
         markup=options.markup,
+        language=language,
         volume=check_volume(options.volume),
         sentence_pause_ms=check_pause(options.sentence_pause_ms),
     )
+
+
+def voice_text_language(voice: VoiceInfo) -> TextLanguage:
+    """The language whose text rules (boundaries, spoken costs, normalisation) a voice's text
+    is read by: its locale's; English for a voice whose locale names no language voxflow
+    speaks (a German Piper voice is read as it always was)."""
+    try:
+        return text_language_of(voice.language)
+    except ValueError:
+        return TextLanguage.ENGLISH
 
 
 def text_format(raw: object) -> SsmlDialect | None:

@@ -25,6 +25,8 @@ __all__ = ["PieceText", "split_spoken", "spoken_offset", "switch_points"]
 
 _WORD_START = re.compile(r"(?:^|(?<=\s))\S")
 _BREAK_AFTER = frozenset(",;:.!?")
+# Japanese is written without spaces: a long spoken form is cut after its punctuation instead.
+_JAPANESE_BREAKS = frozenset("、。！？，；：")
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,10 @@ class PieceText:
 def split_spoken(
     text: str, max_chars: int, first_chars: int | None = None
 ) -> list[tuple[int, int]]:
-    """``text`` cut at whitespace into stripped ranges of at most ``max_chars`` characters each,
-    each cut after punctuation when one lies in the second half of the range. A word longer than
-    ``max_chars`` is cut inside. Whitespace-only text gives no ranges.
+    """``text`` cut at whitespace (or after Japanese punctuation, ``、。``) into stripped ranges
+    of at most ``max_chars`` characters each, each cut after punctuation when one lies in the
+    second half of the range. A word longer than ``max_chars`` is cut inside. Whitespace-only
+    text gives no ranges.
 
     ``first_chars``: when the text must be cut at all, its first range is at most this long (a
     first segment is waited for: its first piece's text stage is on the time to first audio).
@@ -69,12 +72,21 @@ def split_spoken(
         size = max_chars if ranges or whole or first_chars is None else first_chars
         if end - start > size:
             limit = start + size
-            spaces = [i for i in range(start + 1, limit + 1) if i < len(text) and text[i].isspace()]
+            spaces = [
+                i
+                for i in range(start + 1, limit + 1)
+                if i < len(text) and (text[i].isspace() or text[i - 1] in _JAPANESE_BREAKS)
+            ]
             if not spaces:
                 end = limit
             else:
                 half = start + size // 2
-                marked = [i for i in spaces if i >= half and text[i - 1] in _BREAK_AFTER]
+                marked = [
+                    i
+                    for i in spaces
+                    if i >= half
+                    and (text[i - 1] in _BREAK_AFTER or text[i - 1] in _JAPANESE_BREAKS)
+                ]
                 end = (marked or spaces)[-1]
         ranges.append((start, end))
         start = _skip_space(text, end)

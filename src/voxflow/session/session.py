@@ -70,6 +70,7 @@ from voxflow.session.options import (
     context_options,
     voice_settings,
 )
+from voxflow.text.language import locale_matches, parse_locale
 from voxflow.text.ssml import SsmlError
 
 log = logging.getLogger(__name__)
@@ -411,6 +412,7 @@ class Session:
         if (
             fallback is not None
             and engine == "kokoro"
+            and self._may_stand_in(fallback, resolved.voice, options.language)
             and not admission.fits(engine, self._slots_for(resolved.voice), now, options.paced)
         ):
             log.info("no room for a %s stream: speaking with %s", resolved.voice, fallback)
@@ -418,6 +420,19 @@ class Session:
             engine = self._voices(resolved.voice).engine
         slots = self._slots_for(resolved.voice)
         return resolved, admission.acquire(engine, slots, now, options.paced)
+
+    def _may_stand_in(self, fallback: str, voice: str, language: str | None) -> bool:
+        """Whether ``fallback`` may speak a stream of ``voice``: it speaks the voice's language
+        (a Japanese stream read by an English voice would be gibberish, worse than a refusal)
+        and the request's ``language`` when it names one (``check_language``)."""
+        try:
+            fallback_locale = self._voices(fallback).language
+            spoken, _ = parse_locale(self._voices(voice).language)
+            return locale_matches(spoken, fallback_locale) and (
+                language is None or locale_matches(language, fallback_locale)
+            )
+        except (ValueError, KeyError):  # a locale that is no language code; no such voice
+            return False
 
     def _slots_for(self, voice: str) -> int:
         """What a stream of ``voice`` holds of a count cap (``SessionConfig.kokoro_slots``)."""

@@ -1,8 +1,11 @@
 """Streaming TextBuffer: turns incrementally fed text into speakable segments.
 
 Text arrives in arbitrary pieces (LLM tokens, keystrokes, whole paragraphs). The buffer finds
-boundaries with ``voxflow.text.segment`` and emits a segment once the chunking rules say where
-it ends *and* no further text could change that decision.
+boundaries with its language's rules (``voxflow.text.segment`` for English,
+``voxflow.text.segment_ja`` for Japanese) and emits a segment once the chunking rules say where
+it ends *and* no further text could change that decision. The rules below read the same in
+every language; only the boundaries and the spoken cost (``voxflow.text.phrases``) are the
+language's. Lengths (schedule minimums, ``max_chars``) are characters in every language.
 
 Invariants:
 
@@ -48,8 +51,10 @@ Chunking rules, for segment ``i`` of a turn starting at its first non-space char
     the minimum) ends it while ``c <= high``;
   - a CLAUSE with ``low <= c <= high`` ends it (auto mode, where clauses are not acceptable);
   - a word boundary with ``low <= c <= high`` before a word that opens a phrase (a conjunction,
-    preposition or relative word, ``voxflow.text.phrases``) ends it, decided once that word
-    is complete;
+    preposition or relative word, ``voxflow.text.phrases.starts_phrase``) ends it, decided once
+    that word is complete; so does one with ``low <= c <= high`` after text that ends a phrase
+    (a Japanese bunsetsu closed by a particle, ``voxflow.text.phrases.ends_phrase``), decided
+    at once;
   - once ``c > high`` (or the text settled so far already costs more, so no later boundary
     can be inside the window), it ends at the latest boundary with ``low <= c <= high``; with
     none there, at the first boundary past ``high``.
@@ -92,12 +97,28 @@ from voxflow.text.chunking import (
     SegmentEnd,
     Strategy,
 )
-from voxflow.text.phrases import spoken_cost, starts_phrase
-from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner
+from voxflow.text.language import TextLanguage
+from voxflow.text.phrases import ends_phrase, spoken_cost, starts_phrase
+from voxflow.text.segment import (
+    ENGLISH_BOUNDARIES,
+    Boundary,
+    BoundaryKind,
+    BoundaryRules,
+    BoundaryScanner,
+)
+from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
 
 __all__ = ["TextBuffer", "segment_text"]
 
-_CLAUSE_ENDS = frozenset(",;:—–")
+_BOUNDARIES: dict[TextLanguage, BoundaryRules] = {
+    TextLanguage.ENGLISH: ENGLISH_BOUNDARIES,
+    TextLanguage.JAPANESE: JAPANESE_BOUNDARIES,
+}
+# What a text that ``cut`` ends without a sentence end may end with to end at a clause.
+_CLAUSE_ENDS: dict[TextLanguage, frozenset[str]] = {
+    TextLanguage.ENGLISH: frozenset(",;:—–"),
+    TextLanguage.JAPANESE: frozenset(",;:—–、､，；："),
+}
 
 
 @dataclass(frozen=True)
@@ -111,15 +132,22 @@ class _Priced:
 class TextBuffer:
     """Accumulates fed text and releases segments according to a ``ChunkingConfig``."""
 
-    def __init__(self, config: ChunkingConfig, takeovers: bool = True) -> None:
+    def __init__(
+        self,
+        config: ChunkingConfig,
+        takeovers: bool = True,
+        language: TextLanguage = TextLanguage.ENGLISH,
+    ) -> None:
         """``takeovers``: whether a lead's sentence is rendered again whole, so that the
-        segment finishing it is never hurried (module docstring)."""
+        segment finishing it is never hurried (module docstring). ``language``: whose
+        boundaries and spoken costs the text has."""
         self._config = config
         self._takeovers = takeovers
+        self._language = language
         self._schedule = config.effective_schedule
         self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._leads = config.leads
-        self._scanner = BoundaryScanner()
+        self._scanner = BoundaryScanner(_BOUNDARIES[language])
         # Confirmed boundaries after the last cut, in order.
         self._pending: list[Boundary] = []
         self._cut = 0  # everything before this stream offset has been emitted or skipped
@@ -143,6 +171,10 @@ class TextBuffer:
     @property
     def config(self) -> ChunkingConfig:
         return self._config
+
+    @property
+    def language(self) -> TextLanguage:
+        return self._language
 
     def reconfigure(self, config: ChunkingConfig) -> None:
         """Cut by ``config`` from here on; only while nothing is buffered (after a ``cut``), so
@@ -235,7 +267,7 @@ class TextBuffer:
         """How the settled text ending at ``end`` ends, as a boundary there would."""
         if self._scanner.sentence_at_end() is not None:
             return SegmentEnd.SENTENCE
-        if self._scanner.text(end - 1, end) in _CLAUSE_ENDS:
+        if self._scanner.text(end - 1, end) in _CLAUSE_ENDS[self._language]:
             return SegmentEnd.CLAUSE
         return SegmentEnd.WORD
 
@@ -357,9 +389,9 @@ class TextBuffer:
         assert self._leads is not None
         high = self._leads[1]
         settled = self._scanner.settled
-        if settled - start > high:
-            return True  # a character costs at least 1
-        return spoken_cost(self._scanner.text(start, settled)) > high
+        if self._language is TextLanguage.ENGLISH and settled - start > high:
+            return True  # an English character costs at least 1 (a small kana costs nothing)
+        return spoken_cost(self._scanner.text(start, settled), self._language) > high
 
     def _lead_cut(self, start: int, boundary: Boundary, acceptable: bool) -> Segment | None:
         """Apply the first segment's cost bound at ``boundary`` (see the module docstring).
@@ -369,7 +401,8 @@ class TextBuffer:
         """
         assert self._leads is not None
         low, high = self._leads
-        cost = spoken_cost(self._scanner.text(start, boundary.pos))
+        before = self._scanner.text(start, boundary.pos)
+        cost = spoken_cost(before, self._language)
         previous = self._lead_previous
         if acceptable and cost <= high:
             return None  # an ordinary end within the bound: the caller emits it
@@ -378,8 +411,14 @@ class TextBuffer:
         if previous is not None and low <= previous.cost <= high:
             # The word after `previous` is complete now that `boundary` is confirmed.
             word = self._scanner.text(previous.boundary.pos, boundary.pos)
-            if starts_phrase(word.strip()):
+            if starts_phrase(word.strip(), self._language):
                 return self._emit(start, previous.boundary.pos, SegmentEnd(previous.boundary.kind))
+        if (
+            boundary.kind is BoundaryKind.WORD
+            and low <= cost <= high
+            and ends_phrase(before, self._language)
+        ):
+            return self._emit(start, boundary.pos, SegmentEnd.WORD)
         priced = _Priced(boundary, cost)
         if cost > high:
             # Past the window: the latest boundary inside it, or this one when there is none
@@ -450,9 +489,11 @@ class TextBuffer:
         return self._content
 
 
-def segment_text(text: str, chunking: ChunkingConfig) -> list[Segment]:
-    """All segments of a complete text, as a session's text buffer cuts them."""
-    buffer = TextBuffer(chunking)
+def segment_text(
+    text: str, chunking: ChunkingConfig, language: TextLanguage = TextLanguage.ENGLISH
+) -> list[Segment]:
+    """All segments of a complete text in ``language``, as a session's text buffer cuts them."""
+    buffer = TextBuffer(chunking, language=language)
     return [*buffer.feed(text), *buffer.flush()]
 
 

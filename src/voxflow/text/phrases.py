@@ -11,11 +11,24 @@ Cost is counted in estimated *spoken* characters, because the normalizer expands
 characters a lot before the text stage sees them: a digit becomes four to six letters ("7" ->
 "seven"), a currency or percent sign a word. ``spoken_cost`` is that estimate; it only has to
 rank and bound, not to be exact.
+
+Japanese (``TextLanguage.JAPANESE``) is priced in the same unit, so that the same
+``ChunkingConfig`` numbers give about as much speech: English is spoken at 12 to 15 characters a
+second, Japanese at 7 to 8 morae a second, so a mora costs 2 (``MORA_COST``), about what a
+mora's phonemes cost the text stage (a consonant and a vowel). The morae are counted from the
+script: a kana is one (``ん``, ``っ`` and ``ー`` too: each takes a mora's time), a small kana
+that merges with the one before (``ゃ ゅ ょ ぁ``) none, a kanji about two, a digit what its reading
+takes. Japanese phrases are told by how they end rather than by the word that opens the next
+one: a bunsetsu closed by a topic, case or conjunctive particle ("会議では", "確認したので")
+usually ends a phrase (``ends_phrase``).
 """
 
 from __future__ import annotations
 
-__all__ = ["PHRASE_STARTERS", "spoken_cost", "starts_phrase"]
+from voxflow.text.language import TextLanguage
+from voxflow.text.segment_ja import is_hiragana, is_kanji, is_katakana
+
+__all__ = ["MORA_COST", "PHRASE_STARTERS", "ends_phrase", "spoken_cost", "starts_phrase"]
 
 # Words that usually begin a phrase. "of" and the articles are left out on purpose: a cut
 # before them separates a head from what completes it ("the rest | of the day", "help | the").
@@ -48,11 +61,82 @@ _EXPANSION = {
 }
 
 
-def starts_phrase(word: str) -> bool:
-    """Whether ``word`` (a whitespace-delimited token) usually opens a phrase."""
+MORA_COST = 2
+"""Spoken-cost units of one Japanese mora (see the module docstring)."""
+
+# Small kana merge with the kana before them into one mora (きゃ, ティ).
+_SMALL_KANA = frozenset("ぁぃぅぇぉゃゅょゎゕゖァィゥェォャュョヮｧｨｩｪｫｬｭｮ゛゜ﾞﾟ")
+# Morae of each digit's reading (ゼロ, いち, に, さん, よん, ご, ろく, なな, はち, きゅう).
+_DIGIT_MORAE = (2, 2, 1, 2, 2, 1, 2, 2, 2, 2)
+# Symbols the Japanese normalizer reads as words, in morae.
+_SYMBOL_MORAE = {
+    **dict.fromkeys("%％", 5),  # パーセント
+    **dict.fromkeys("¥￥$＄", 2),  # えん, ドル
+    **dict.fromkeys("€£", 3),  # ユーロ, ポンド
+}
+_KANJI_MORAE = 2
+_PARTICLES = frozenset(
+    {
+        # topic and case particles, alone after a content word: 私は, 駅で, 三時に, 東京から
+        "は", "が", "も", "で", "に", "へ", "から", "まで", "より",
+        "には", "では", "とは", "へは", "からは", "までは", "にも", "でも", "とも",
+    }
+)  # fmt: skip
+# Conjunctive endings that close a clause-like phrase after a verb or adjective.
+_CONJUNCTIVE_ENDINGS = (
+    "ので", "けど", "けれど", "けれども", "ながら", "のに", "たら", "なら", "れば",
+    "ですが", "ますが", "ましたが", "でしたが", "ですから", "ますから",
+)  # fmt: skip
+
+
+def starts_phrase(word: str, language: TextLanguage = TextLanguage.ENGLISH) -> bool:
+    """Whether ``word`` (the text between two word boundaries, stripped) usually opens a
+    phrase; never in Japanese, whose phrases are told by how they end (``ends_phrase``)."""
+    if language is not TextLanguage.ENGLISH:
+        return False
     return word.lstrip(_EDGE).lower() in PHRASE_STARTERS
 
 
-def spoken_cost(text: str) -> int:
-    """Estimated length of ``text`` once normalized into words (see the module docstring)."""
+def ends_phrase(text: str, language: TextLanguage = TextLanguage.ENGLISH) -> bool:
+    """Whether ``text``, which ends at a word boundary, usually ends a phrase by what it ends
+    with: in Japanese a bunsetsu whose trailing hiragana is a topic or case particle after a
+    content word ("会議では", "三時に"; not "の" or "を", which bind it to the next word) or a
+    conjunctive ending ("確認したので"). Never in English, whose phrases are told by the word
+    that opens the next (``starts_phrase``)."""
+    if language is not TextLanguage.JAPANESE:
+        return False
+    stripped = text.rstrip()
+    start = len(stripped)
+    while start > 0 and is_hiragana(stripped[start - 1]):
+        start -= 1
+    ending = stripped[start:]
+    if start == 0 or not ending:
+        return False  # all hiragana: no content word before the particle to tell it by
+    return ending in _PARTICLES or ending.endswith(_CONJUNCTIVE_ENDINGS)
+
+
+def spoken_cost(text: str, language: TextLanguage = TextLanguage.ENGLISH) -> int:
+    """Estimated length of ``text`` once normalized, in spoken characters (see the module
+    docstring for how Japanese is priced in the same unit)."""
+    if language is TextLanguage.JAPANESE:
+        return sum(_japanese_cost(char) for char in text)
     return sum(_EXPANSION.get(char, 1) for char in text)
+
+
+def _japanese_cost(char: str) -> int:
+    if char in _SMALL_KANA:
+        return 0
+    if is_hiragana(char) or (is_katakana(char) and char != "・"):
+        return MORA_COST  # a kana, ッ and ー included
+    if is_kanji(char):
+        return _KANJI_MORAE * MORA_COST
+    if "0" <= char <= "9":
+        return _DIGIT_MORAE[ord(char) - ord("0")] * MORA_COST
+    if "０" <= char <= "９":
+        return _DIGIT_MORAE[ord(char) - ord("０")] * MORA_COST
+    morae = _SYMBOL_MORAE.get(char)
+    if morae is not None:
+        return morae * MORA_COST
+    if char.isascii() and char.isalpha():
+        return MORA_COST  # a Latin word is read about a mora a letter
+    return 1  # punctuation, spaces: a short pause, as in English

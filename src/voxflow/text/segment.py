@@ -23,6 +23,10 @@ Invariants:
   ``p`` ends with one; nothing else at or after that position is decided yet.
   ``BoundaryScanner`` relies on this to report the same boundaries however text is split.
 
+These are English rules. Another language's rules (``voxflow.text.segment_ja``) are a
+``BoundaryRules`` value with the same invariants (their own positions, not necessarily at
+whitespace); ``find_boundaries`` and ``BoundaryScanner`` take one, English by default.
+
 Rules (a "terminator" is a run of ``. ! ? …``, optionally followed by closing quotes/brackets):
 
 * Blank line (two or more newlines in a whitespace run): always ``SENTENCE``.
@@ -51,12 +55,15 @@ Rules (a "terminator" is a run of ``. ! ? …``, optionally followed by closing 
 import enum
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
+    "ENGLISH_BOUNDARIES",
     "LOOKBEHIND",
     "Boundary",
     "BoundaryKind",
+    "BoundaryRules",
     "BoundaryScanner",
     "find_boundaries",
 ]
@@ -82,6 +89,25 @@ class Boundary:
 
     pos: int
     kind: BoundaryKind
+
+
+@dataclass(frozen=True)
+class BoundaryRules:
+    """One language's boundary rules, as ``find_boundaries`` and ``BoundaryScanner`` use them.
+
+    ``scan(text, lo)``: the decided boundaries of ``text`` at or after ``lo`` (0, or a position
+    just after a non-space character), in increasing order, none at or past the end of the
+    text's non-space content except one decided early (whatever may follow). It must be
+    prefix-stable in the sense of this module's docstring, reading at most ``LOOKBEHIND``
+    characters before a boundary.
+
+    ``ends_sentence(text, end)``: whether ``text[:end]`` (which ends with a non-space character)
+    ends a sentence if the most likely next word followed (for English, one starting with a
+    capital), reading at most ``LOOKBEHIND`` characters before ``end``.
+    """
+
+    scan: Callable[[str, int], list[Boundary]]
+    ends_sentence: Callable[[str, int], bool]
 
 
 _GAP = re.compile(r"\s+")
@@ -126,14 +152,15 @@ _NUMBER_PREFIXES = frozenset(
 )  # fmt: skip
 
 
-def find_boundaries(text: str, final: bool) -> list[Boundary]:
-    """Return every decided boundary in ``text`` in increasing ``pos`` order.
+def find_boundaries(text: str, final: bool, rules: BoundaryRules | None = None) -> list[Boundary]:
+    """Return every decided boundary in ``text`` in increasing ``pos`` order, by ``rules``
+    (None: ``ENGLISH_BOUNDARIES``).
 
-    With ``final=False`` a boundary whose whitespace run reaches the end of ``text`` is withheld
-    (more text may change it). With ``final=True`` the text is complete: the end of its
-    non-space content is a ``SENTENCE`` boundary.
+    With ``final=False`` a boundary that the text after it could still change is withheld (for
+    English, one whose whitespace run reaches the end of ``text``). With ``final=True`` the text
+    is complete: the end of its non-space content is a ``SENTENCE`` boundary.
     """
-    found = _scan(text, 0)
+    found = (ENGLISH_BOUNDARIES if rules is None else rules).scan(text, 0)
     if final:
         end = len(text.rstrip())
         if found and found[-1].pos == end:
@@ -144,7 +171,7 @@ def find_boundaries(text: str, final: bool) -> list[Boundary]:
 
 
 class BoundaryScanner:
-    """Incremental ``find_boundaries(..., final=False)`` over a growing stream of text.
+    """Incremental ``find_boundaries(..., final=False, rules)`` over a growing stream of text.
 
     Positions are offsets into the concatenation of everything fed. Each call to ``feed`` costs
     time proportional to the new text plus the whitespace run and ``LOOKBEHIND`` characters before
@@ -152,7 +179,9 @@ class BoundaryScanner:
     read by the classification of a future boundary.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, rules: BoundaryRules | None = None) -> None:
+        """``rules``: the language's boundary rules (None: ``ENGLISH_BOUNDARIES``)."""
+        self._rules = ENGLISH_BOUNDARIES if rules is None else rules
         self._text = ""
         self._base = 0  # stream offset of self._text[0]
         self._settled = 0  # every boundary with pos < settled has been reported
@@ -181,7 +210,7 @@ class BoundaryScanner:
         # Whitespace alone does not move the settled point, but may complete an early clause.
         found = [
             Boundary(self._base + b.pos, b.kind)
-            for b in _scan(self._text, lo)
+            for b in self._rules.scan(self._text, lo)
             if self._base + b.pos > self._reported
         ]
         if found:
@@ -203,14 +232,14 @@ class BoundaryScanner:
         return None if found is None else self._base + found.start()
 
     def sentence_at_end(self) -> Boundary | None:
-        """The end of the settled text as a ``SENTENCE`` boundary, if it would be one before a
-        capital letter: what the next word most likely confirms. None for "Dr.", "e.g.", an
-        initial, a list marker, or text that ends without a terminator."""
+        """The end of the settled text as a ``SENTENCE`` boundary, if it would be one before the
+        most likely next word (``BoundaryRules.ends_sentence``; for English a capital letter):
+        what the next word most likely confirms. None for "Dr.", "e.g.", an initial, a list
+        marker, or text that ends without a terminator."""
         end = self._settled - self._base
         if end <= 0:
             return None
-        floor = max(0, end - LOOKBEHIND)
-        if _punctuation_kind(self._text, floor, end, "A") is BoundaryKind.SENTENCE:
+        if self._rules.ends_sentence(self._text, end):
             return Boundary(self._settled, BoundaryKind.SENTENCE)
         return None
 
@@ -244,6 +273,12 @@ def _scan(text: str, lo: int) -> list[Boundary]:
             break
         found.append(Boundary(start, _classify(text, start, end)))
     return found
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether ``text[:end]`` ends a sentence before a capital letter."""
+    floor = max(0, end - LOOKBEHIND)
+    return _punctuation_kind(text, floor, end, "A") is BoundaryKind.SENTENCE
 
 
 def _early_clause(text: str, start: int) -> bool:
@@ -360,3 +395,7 @@ def _opens_sentence(char: str) -> bool:
     if char.isdigit() or char in _OPENERS or char in _BULLETS:
         return True
     return unicodedata.category(char) == "Sc"
+
+
+ENGLISH_BOUNDARIES = BoundaryRules(scan=_scan, ends_sentence=_ends_sentence)
+"""English boundaries: the rules of this module's docstring."""

@@ -78,6 +78,21 @@ def test_sdk_errors_are_cartesia_shaped(sdk: Cartesia) -> None:
     assert bad_format.value.body["error_code"] == "unsupported_format"
 
 
+def test_sdk_a_language_the_voice_does_not_speak_is_refused(sdk: Cartesia) -> None:
+    output_format: Any = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000}
+    with pytest.raises(BadRequestError) as refused:
+        sdk.tts.generate(
+            model_id="sonic-3",
+            transcript="こんにちは。",
+            voice=VOICE,  # the default voice: joe, en_US
+            output_format=output_format,
+            language="ja",
+        ).read()
+    body = refused.value.body
+    assert isinstance(body, dict) and body["error_code"] == "unsupported_language"
+    assert body["message"] == "voice joe speaks en_US, not ja"
+
+
 def _post(server_url: str, body: object, headers: dict[str, str] | None = None) -> httpx.Response:
     with httpx.Client(timeout=60) as client:
         return client.post(f"{server_url}/tts/bytes", json=body, headers=headers)

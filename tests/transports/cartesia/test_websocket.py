@@ -100,6 +100,23 @@ def test_sdk_context_streams_audio_with_word_timestamps(server_url: str) -> None
     assert starts == sorted(starts) and starts[-1] < seconds
 
 
+def test_sdk_a_language_the_voice_does_not_speak_is_an_error_of_the_context(
+    server_url: str,
+) -> None:
+    with sdk_connection(server_url) as connection:
+        ctx = connection.context(
+            model_id="sonic-3", voice=VOICE, output_format=S16_24K, language="ja", timeout=60
+        )
+        ctx.push("こんにちは。")
+        ctx.no_more_inputs()
+        events = list(ctx.receive())
+    assert [e.type for e in events] == ["error"]  # no audio at all
+    (error,) = events
+    assert error.type == "error" and error.done is True
+    assert (error.error_code, error.status_code) == ("unsupported_language", 400)
+    assert error.message == "voice joe speaks en_US, not ja"
+
+
 def test_sdk_default_float_samples_are_converted_16_bit_pcm(server_url: str) -> None:
     with sdk_connection(server_url) as connection:
         # No output_format: the SDK asks for its default, pcm_f32le at 44.1 kHz.

@@ -77,6 +77,16 @@ def test_sdk_sees_deepgram_shaped_errors(sdk: DeepgramClient) -> None:
     assert "speex" in body["err_msg"] and body["request_id"]
 
 
+def test_sdk_a_model_of_a_language_no_voice_speaks_is_refused(sdk: DeepgramClient) -> None:
+    # Deepgram has no language field: the model names it. This server speaks English only.
+    with pytest.raises(ApiError) as refused:
+        b"".join(sdk.speak.v1.audio.generate(text=TEXT, model="aura-2-izanami-ja"))
+    assert refused.value.status_code == 400
+    body = refused.value.body
+    assert isinstance(body, dict) and body["err_code"] == "INVALID_QUERY_PARAMETER"
+    assert "ja" in body["err_msg"] and "en_US" in body["err_msg"]
+
+
 def test_pipecat_and_livekit_raw_pcm_request(http: httpx.Client) -> None:
     params = {
         "model": "aura-2-helena-en",

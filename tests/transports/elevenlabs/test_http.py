@@ -182,6 +182,29 @@ def test_errors_use_elevenlabs_shape(
     assert raised.value.body["detail"]["message"]
 
 
+def test_a_language_the_voice_does_not_speak_is_refused(client: ElevenLabs) -> None:
+    with pytest.raises(ApiError) as raised:
+        b"".join(
+            client.text_to_speech.stream(
+                voice_id="joe", text="こんにちは。", language_code="ja", output_format="pcm_16000"
+            )
+        )
+    assert raised.value.status_code == 400
+    assert raised.value.body["detail"] == {
+        "status": "unsupported_language",
+        "message": "voice joe speaks en_US, not ja",
+    }
+
+
+def test_models_list_the_voices_languages(client: ElevenLabs) -> None:
+    models = client.models.list()
+    assert models[0].model_id == "eleven_multilingual_v2"
+    for model in models:
+        assert model.can_do_text_to_speech is True
+        assert model.languages is not None
+        assert [(lang.language_id, lang.name) for lang in model.languages] == [("en", "English")]
+
+
 def test_text_over_the_limit_is_refused(client: ElevenLabs) -> None:
     with pytest.raises(ApiError) as raised:
         client.text_to_speech.convert_with_timestamps(

@@ -390,6 +390,18 @@ def test_stream_input_with_no_text_just_ends(server_url: str) -> None:
     [
         ("joe/stream-input", "output_format=mp3_44100_999", [], "invalid_output_format"),
         ("nobody/stream-input", "output_format=pcm_16000", [], "voice_not_found"),
+        (
+            "joe/stream-input",
+            "output_format=pcm_16000&language_code=ja",
+            [],
+            "unsupported_language",
+        ),
+        (
+            "joe/multi-stream-input",
+            "output_format=pcm_16000&language_code=japanese",
+            [],
+            "invalid_language",
+        ),
         ("joe/multi-stream-input", "output_format=pcm_16000&inactivity_timeout=500", [], None),
         ("joe/stream-input", "output_format=pcm_16000", ["{nope"], "invalid_json"),
         (

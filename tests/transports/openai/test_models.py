@@ -7,11 +7,14 @@ import httpx
 import openai
 import pytest
 
+from voxflow.transports.languages import SpokenLanguage
 from voxflow.transports.openai.models import CREATED, MODELS, model_list, retrieve_model
+
+JAPANESE = SpokenLanguage("ja", "Japanese")
 
 
 def test_the_list_has_openais_shape_and_voxflow_first() -> None:
-    answer = model_list()
+    answer = model_list((JAPANESE,))
     assert answer["object"] == "list"
     assert [model["id"] for model in answer["data"]] == list(MODELS)
     assert MODELS[0] == "voxflow" and "tts-1" in MODELS
@@ -21,7 +24,10 @@ def test_the_list_has_openais_shape_and_voxflow_first() -> None:
             "object": "model",
             "created": CREATED,
             "owned_by": "voxflow",
+            # The voices' languages, in ElevenLabs' form: OpenAI's clients ignore the field.
+            "languages": [{"language_id": "ja", "name": "Japanese"}],
         }
+    assert retrieve_model("tts-1", (JAPANESE,)).body == answer["data"][1]
 
 
 def test_an_unknown_model_is_openais_404() -> None:
@@ -39,6 +45,8 @@ def test_models_list_with_the_official_sdk(client: openai.OpenAI) -> None:
     assert {(model.object, model.owned_by, model.created) for model in models} == {
         ("model", "voxflow", CREATED)
     }
+    # The bundled voice's language (the server of the tests has no other voice).
+    assert models[0].model_extra == {"languages": [{"language_id": "en", "name": "English"}]}
 
 
 def test_models_retrieve_with_the_official_sdk(client: openai.OpenAI) -> None:

@@ -299,7 +299,7 @@ def test_a_stream_whose_context_failed_ends_after_its_error(
         (SynthesizeVoice(name="joe", speaker="9" * 5000), "unknown_speaker"),
         (SynthesizeVoice(name="jo\x00e"), "unknown_voice"),
         (SynthesizeVoice(name="x" * 10_000), "unknown_voice"),
-        (SynthesizeVoice(language="en\nUS"), "unknown_voice"),
+        (SynthesizeVoice(language="en\nUS"), "invalid_language"),
     ],
 )
 def test_bad_voice_fields_are_clear_errors(

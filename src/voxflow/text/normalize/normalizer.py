@@ -1,10 +1,16 @@
-"""English text normalization: written form -> spoken form, with a map back to the original.
+"""Text normalization: written form -> spoken form, with a map back to the original.
 
 espeak-ng reads some written forms badly ("$3.50" -> "dollar three point five zero"), so text
 is rewritten into words before it is phonemized: numbers, money, dates, times, units,
 abbreviations, acronyms, URLs and symbols (the rules and their decisions for ambiguous input
 are documented in ``normalize_numeric``, ``normalize_datetime``, ``normalize_times`` and
 ``normalize_words``).
+
+Each language is a table (``_Grammar``): its rules in priority order, what joins the pieces of
+a reading (English a space, Japanese nothing: it is written without spaces), the view of the
+text its rules read, and the runs copied where no rule applies. English is the default;
+Japanese (``voxflow.text.normalize.rules_ja``) rewrites every number into kanji numerals and
+kana for the Japanese phonemizer. The span bookkeeping below is the same for both.
 Lexicon entries (``voxflow.text.lexicon``) are applied to whole words first and override every
 other rule.
 
@@ -24,10 +30,11 @@ import bisect
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
+from voxflow.text.language import TextLanguage
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.abbreviations import abbreviation_rule
 from voxflow.text.normalize.acronyms import (
@@ -41,6 +48,7 @@ from voxflow.text.normalize.base import Context, Match, Piece, Rule
 from voxflow.text.normalize.datetime import date_rule, phone_rule
 from voxflow.text.normalize.numeric import numeric_rule, range_dash_rule, version_rule
 from voxflow.text.normalize.roman import roman_rule
+from voxflow.text.normalize.rules_ja import JAPANESE_RULES, fold_width
 from voxflow.text.normalize.symbols import symbol_rule
 from voxflow.text.normalize.times import ratio_rule, time_range_rule, time_rule
 
@@ -144,10 +152,14 @@ class Override:
 
 
 class _Builder:
-    """Accumulates the spoken form and its spans, merging neighbours of the same kind."""
+    """Accumulates the spoken form and its spans, merging neighbours of the same kind.
 
-    def __init__(self, source: str) -> None:
+    ``separator`` joins the pieces of a reading, and a replacement to a word it would touch
+    ("R&D" -> "R and D"); an empty one joins nothing (Japanese)."""
+
+    def __init__(self, source: str, separator: str = " ") -> None:
         self._source = source
+        self._separator_text = separator
         self._parts: list[str] = []
         self._spans: list[Span] = []
         self._length = 0
@@ -177,8 +189,10 @@ class _Builder:
     def _glue(self, next_text: str, at: int) -> None:
         """A space between a replacement and a neighbouring word that it would otherwise touch
         ("R&D" -> "R and D")."""
+        if not self._separator_text:
+            return
         if self._last_char().isalnum() and next_text[:1].isalnum():
-            self._add(" ", at, at, copied=False)
+            self._add(self._separator_text, at, at, copied=False)
 
     def copy(self, start: int, end: int) -> None:
         text = self._source[start:end]
@@ -202,11 +216,12 @@ class _Builder:
         )
 
     def _separator(self, before: Piece, after: Piece) -> None:
+        separator = self._separator_text
         if before.end <= after.start:
             gap = self._source[before.end : after.start]
-            self._add(" ", before.end, after.start, copied=gap == " ")
+            self._add(separator, before.end, after.start, copied=gap == separator)
         else:
-            self._add(" ", before.start, after.end, copied=False)
+            self._add(separator, before.start, after.end, copied=False)
 
     def build(self) -> Normalized:
         return Normalized("".join(self._parts), self._source, tuple(self._spans))
@@ -288,9 +303,52 @@ def _rules_apply(text: str, pos: int) -> bool:
     return pos == 0 or not (text[pos - 1].isalnum() and text[pos].isalnum())
 
 
+def _anywhere(text: str, pos: int) -> bool:
+    """Japanese has no spaces to start tokens at: a number may follow any letter (人は3人);
+    its rules see to it themselves that they never start inside a number."""
+    del text, pos
+    return True
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _never(text: str) -> bool:
+    del text
+    return False
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """How one language's text is normalized (see the module docstring).
+
+    ``view(text)`` is what the rules read and has ``text``'s length, character for character,
+    so that every offset indexes the written text (copied text is taken from the written
+    text, not the view). ``run`` matches text copied in one step where no rule matched;
+    ``rules_apply(view, pos)`` says where rules are tried."""
+
+    rules: tuple[Rule, ...]
+    separator: str
+    view: Callable[[str], str]
+    shouting: Callable[[str], bool]
+    run: re.Pattern[str]
+    rules_apply: Callable[[str, int], bool]
+
+
+_GRAMMARS: dict[TextLanguage, _Grammar] = {
+    TextLanguage.ENGLISH: _Grammar(_RULES, " ", _same, is_shouting, _WORD_RUN, _rules_apply),
+    # Letters without digits: a copy stops before a number (人は3人).
+    TextLanguage.JAPANESE: _Grammar(
+        JAPANESE_RULES, "", fold_width, _never, re.compile(r"[^\W\d_]+"), _anywhere
+    ),
+}
+
+
 class Normalizer:
-    """Turns written English into the words a TTS voice should say. Thread-safe; the optional
-    lexicon is applied before every other rule.
+    """Turns written text of one language (English unless told) into the words a TTS voice
+    should say. Thread-safe; the optional lexicon is applied before every other rule (its
+    entries are English words: in Japanese text they apply to a word that stands apart).
 
     Results are remembered (``MEMO_ENTRIES`` texts, least recently used out first): agents say
     the same segments again and again, and the rules cost 0.05 to 0.3 ms a segment (with its
@@ -300,24 +358,47 @@ class Normalizer:
     MEMO_ENTRIES = 4096
     MEMO_MAX_CHARS = 512  # longer texts are not remembered (a segment is at most 300 spoken)
 
-    def __init__(self, lexicon: Lexicon | None = None) -> None:
+    def __init__(
+        self, lexicon: Lexicon | None = None, language: TextLanguage = TextLanguage.ENGLISH
+    ) -> None:
         self._lexicon = lexicon if lexicon else None
+        self._language = TextLanguage(language)
+        self._grammar = _GRAMMARS[self._language]
         self._memo: OrderedDict[tuple[str, NormalizationMode, tuple[Override, ...]], Normalized] = (
             OrderedDict()
         )
         self._memo_lock = threading.Lock()
+        self._siblings: dict[TextLanguage, Normalizer] = {}
 
     @property
     def lexicon(self) -> Lexicon | None:
         return self._lexicon
 
+    @property
+    def language(self) -> TextLanguage:
+        return self._language
+
     def with_lexicon(self, lexicon: Lexicon | None) -> Normalizer:
-        """A normalizer whose lexicon is this one's merged with ``lexicon`` (which wins)."""
+        """A normalizer of this one's language whose lexicon is this one's merged with
+        ``lexicon`` (which wins)."""
         if not lexicon:
             return self
         if self._lexicon is None:
-            return Normalizer(lexicon)
-        return Normalizer(self._lexicon.merged(lexicon))
+            return Normalizer(lexicon, self._language)
+        return Normalizer(self._lexicon.merged(lexicon), self._language)
+
+    def for_language(self, language: TextLanguage) -> Normalizer:
+        """A normalizer of ``language`` with this one's lexicon: this one for its own language,
+        else the same object on every call, so its remembered results serve every context of
+        that language."""
+        if language is self._language:
+            return self
+        with self._memo_lock:
+            sibling = self._siblings.get(language)
+            if sibling is None:
+                sibling = Normalizer(self._lexicon, language)
+                self._siblings[language] = sibling
+            return sibling
 
     def normalize(
         self,
@@ -349,8 +430,10 @@ class Normalizer:
     def _normalize(
         self, text: str, mode: NormalizationMode, overrides: tuple[Override, ...]
     ) -> Normalized:
-        context = Context(text=text, shouting=is_shouting(text))
-        builder = _Builder(text)
+        grammar = self._grammar
+        view = grammar.view(text)
+        context = Context(text=view, shouting=grammar.shouting(view))
+        builder = _Builder(text, grammar.separator)
         previous: Match | None = None
         pending = list(reversed(overrides))
         rules = mode is not NormalizationMode.OFF
@@ -362,7 +445,7 @@ class Normalizer:
                 match: Match | None = Match(
                     pos, override.end, (Piece(override.spoken, pos, override.end),), "ssml"
                 )
-            elif rules and _rules_apply(text, pos):
+            elif rules and grammar.rules_apply(view, pos):
                 match = self._match(context, pos, previous)
                 if match is not None and match.end > limit:
                     match = None  # a rule may not read into an override's text
@@ -373,7 +456,7 @@ class Normalizer:
                 previous = match
                 pos = match.end
                 continue
-            run = _WORD_RUN.match(text, pos)
+            run = grammar.run.match(view, pos)
             end = run.end() if run is not None else pos + 1
             builder.copy(pos, min(end, limit) if limit > pos else end)
             pos = min(end, limit) if limit > pos else end
@@ -384,7 +467,7 @@ class Normalizer:
             match = _lexicon_match(self._lexicon, context.text, pos)
             if match is not None:
                 return match
-        for rule in _RULES:
+        for rule in self._grammar.rules:
             match = rule(context, pos, previous)
             if match is not None:
                 return match

@@ -3,10 +3,10 @@
 The WebSocket's generation requests and ``POST /tts/bytes`` share them: ``voice``,
 ``output_format``, the speed (``generation_config.speed``, the older ``speed`` and
 ``voice.__experimental_controls.speed``), ``pronunciation_dict_id`` (one of the server's
-pronunciation dictionaries) and, over HTTP, ``normalization``. Types and Cartesia's own ranges
-are checked here; voice lookup and voxflow's ranges are ``voxflow.session.options``'. Fields
-voxflow has no use for (``model_id``, ``language``, ``generation_config.volume`` and ``emotion``)
-are not read at all.
+pronunciation dictionaries), ``language`` (or ``locale``: a language the voice must speak) and,
+over HTTP, ``normalization``. Types and Cartesia's own ranges are checked here; voice lookup and
+voxflow's ranges are ``voxflow.session.options``'. Fields voxflow has no use for (``model_id``,
+``generation_config.volume`` and ``emotion``) are not read at all.
 
 Voices: Cartesia voice ids are UUIDs; a client written for Cartesia carries ids of voices that do
 not exist here, so an id of that shape selects the default voice (as ElevenLabs' 20-character ids
@@ -42,6 +42,7 @@ __all__ = [
     "WS_CONTAINERS",
     "AudioFormat",
     "audio_format",
+    "language",
     "normalization",
     "resolve_voice",
     "speed_settings",
@@ -168,6 +169,27 @@ def resolve_voice(context: ProtocolContext, raw: object) -> str:
         alias=lambda name: _CARTESIA_VOICE_ID.fullmatch(name) is not None,
         hint="Cartesia voice ids (UUIDs) map to the default voice",
     ).name
+
+
+def language(context: ProtocolContext, voice: str, message: Mapping[str, Any]) -> str | None:
+    """A request's ``language`` (``ja``) or ``locale`` (``en-GB``; Cartesia's newer field, the
+    same values), which ``voice`` must speak: ``unsupported_language`` otherwise,
+    ``invalid_language`` for a value that is no language code. Cartesia takes one or the other,
+    never both. Absent: the voice's own language."""
+    values = {}
+    for name in ("language", "locale"):
+        value = message.get(name)
+        if value is not None and not isinstance(value, str):
+            raise SessionError("invalid_message", f"{name} must be a string")
+        if value is not None:
+            values[name] = value
+    if len(values) > 1:
+        raise SessionError("invalid_message", "a request may set language or locale, never both")
+    if not values:
+        return None
+    (requested,) = values.values()
+    options.check_language(context.voice(voice), requested)
+    return requested
 
 
 def speed_settings(message: Mapping[str, Any]) -> VoiceSettings:

@@ -2,7 +2,8 @@
 
 The body is Cartesia's (``model_id``, ``transcript``, ``voice``, ``output_format`` with
 container ``raw``, ``wav`` or ``mp3``, ``language``, ``generation_config``, ``speed``,
-``normalization``; ``fields`` reads them). The answer runs on the connection runner
+``normalization``; ``fields`` reads them). ``language`` (or ``locale``) must name a language the
+voice speaks. The answer runs on the connection runner
 (``transports.http_response``): a refusal before the audio starts is Cartesia's error object with
 its HTTP status (``errors.http_error``), a failure after it cuts the body. ``pcm_f32le`` is
 converted from the session's 16-bit PCM as it goes out (``samples``).
@@ -54,8 +55,8 @@ class BytesBody(RequestBody):
     model_id: str | None = None  # informational: there is one engine
     voice: Any = None  # an id, or {"mode": "id", "id": ...}; absent: the default voice
     output_format: Any = None
-    language: str | None = None  # the voice decides the language
-    locale: str | None = None
+    language: str | None = None  # the voice must speak it (fields.language)
+    locale: str | None = None  # the same, Cartesia's newer name
     generation_config: Any = None
     speed: Any = None
     normalization: str | None = None
@@ -73,6 +74,7 @@ class BytesPlan:
     settings: VoiceSettings
     normalization: NormalizationMode
     lexicon: Lexicon | None  # of its pronunciation_dict_id
+    language: str | None = None  # language or locale, which the voice speaks
 
 
 def plan(
@@ -83,13 +85,15 @@ def plan(
     body = body.checked()
     audio = fields.audio_format(body.output_format, fields.HTTP_CONTAINERS)
     voice = fields.resolve_voice(context, body.voice)
+    language = fields.language(context, voice, {"language": body.language, "locale": body.locale})
     settings = fields.speed_settings(
         {"generation_config": body.generation_config, "speed": body.speed, "voice": body.voice}
     )
     mode = fields.normalization(body.normalization)
     options.check_text(body.transcript, context.max_message_chars)
     lexicon = fields.dictionary_lexicon(body.pronunciation_dict_id, dictionaries)
-    return BytesPlan(options.clean_text(body.transcript), voice, audio, settings, mode, lexicon)
+    text = options.clean_text(body.transcript)
+    return BytesPlan(text, voice, audio, settings, mode, lexicon, language)
 
 
 class TtsBytes(RequestProtocol):
@@ -124,5 +128,6 @@ async def tts_bytes(gateway: Gateway, body: BytesBody, owner: str) -> Response:
         normalization=checked.normalization,
         lexicon=checked.lexicon,
         markup=CARTESIA_TAGS,
+        language=checked.language,
     )
     return speak_request(gateway, "cartesia_http", start, checked.text, TtsBytes(checked.audio))

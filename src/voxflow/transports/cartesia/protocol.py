@@ -10,8 +10,10 @@ Client messages (JSON text frames):
 
 * a generation request, ``{"context_id", "transcript", "continue", "model_id", "voice",
   "output_format", "add_timestamps", "max_buffer_delay_ms", "generation_config", "flush", ...}``.
-  The first one of a context opens it, and its voice, output format, speed and timestamps are
-  the context's (later requests' are not read, as Cartesia locks them per context). Its
+  The first one of a context opens it, and its voice, output format, speed, language and
+  timestamps are the context's (later requests' are not read, as Cartesia locks them per
+  context). Its ``language`` (or ``locale``) must be one the voice speaks: a mismatch refuses
+  the context (``unsupported_language``) before any of its text is spoken. Its
   transcript is appended to the context's text. ``continue`` (false when absent, as Cartesia's)
   false ends the context: the rest is spoken, then ``done``. ``flush: true`` synthesizes what is
   buffered and starts a new flush group. ``max_buffer_delay_ms: 0`` flushes after every
@@ -265,22 +267,24 @@ class CartesiaProtocol:
             self._session.end(cid, now)
 
     def _start(self, cid: str, message: dict[str, Any], now: float) -> _Context | None:
-        for name in ("model_id", "language"):
-            if not isinstance(message.get(name), str | None):
-                raise SessionError("invalid_message", f"{name} must be a string")
+        if not isinstance(message.get("model_id"), str | None):
+            raise SessionError("invalid_message", "model_id must be a string")
         audio = fields.audio_format(message.get("output_format"), fields.WS_CONTAINERS)
+        voice = fields.resolve_voice(self._context, message.get("voice"))
+        language = fields.language(self._context, voice, message)
         delay = finite_number(message.get("max_buffer_delay_ms"), "max_buffer_delay_ms")
         if delay is not None and delay < 0:
             raise SessionError("invalid_message", f"max_buffer_delay_ms must be >= 0, got {delay}")
         timestamps = _flag(message, "add_timestamps")
         options = StartOptions(
-            voice=fields.resolve_voice(self._context, message.get("voice")),
+            voice=voice,
             output_format=audio.name,
             settings=fields.speed_settings(message),
             lexicon=fields.dictionary_lexicon(
                 message.get("pronunciation_dict_id"), self._dictionaries
             ),
             markup=CARTESIA_TAGS,
+            language=language,
         )
         # Everything that can be refused is checked by now: an opened context is always tracked.
         if not self._session.start(cid, options, now):

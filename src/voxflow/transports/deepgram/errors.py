@@ -48,6 +48,7 @@ NAMES: Mapping[str, str] = MappingProxyType(
         "unsupported_format": "INVALID_QUERY_PARAMETER",
         "invalid_voice_settings": "INVALID_QUERY_PARAMETER",
         "unknown_voice": "INVALID_QUERY_PARAMETER",
+        "unsupported_language": "INVALID_QUERY_PARAMETER",  # an Aura model no voice speaks
         "text_too_long": "INPUT_TOO_LONG",
         "concurrency_limited": "TOO_MANY_REQUESTS",
         "unauthorized": "INVALID_AUTH",

@@ -114,7 +114,10 @@ async def speak(gateway: Gateway, query: Mapping[str, str], body: SpeakBody) -> 
     except SessionError as error:
         return error_response(error, request_id)
     start = StartOptions(
-        voice=speech.voice, output_format=speech.output_format.name, settings=speech.settings
+        voice=speech.voice,
+        output_format=speech.output_format.name,
+        settings=speech.settings,
+        language=speech.language,
     )
     protocol = SpeakAudio(
         speech.output_format.media_type, request_id, dg_headers(request_id, speech, len(text))

@@ -365,6 +365,7 @@ class DeepgramProtocol:
             voice=self._options.voice,
             output_format=self._options.output_format.name,
             settings=self._options.settings,
+            language=self._options.language,
         )
         if not self._session.start(cid, start, now):
             self._failed = True

@@ -1,9 +1,12 @@
 """The query string of Deepgram's ``/v1/speak`` (WebSocket and HTTP), checked once (no I/O).
 
 ``model`` picks the voice: a voxflow voice name selects it; a Deepgram Aura model name
-(``aura-asteria-en``, ``aura-2-thalia-en``) selects the default voice, so clients written for
-Deepgram work unchanged (as ElevenLabs' voice ids and OpenAI's voice names do); anything else is
-refused with Deepgram's message for an unknown model. ``encoding``, ``sample_rate``,
+(``aura-asteria-en``, ``aura-2-thalia-en``) selects a voice of the language its last part names
+(Deepgram has no language field: the model carries it), the default voice when it speaks that
+language and otherwise the first voice that does, so clients written for Deepgram work unchanged
+(as ElevenLabs' voice ids and OpenAI's voice names do). A model of a language no voice speaks
+(``aura-2-agustina-es``) is ``unsupported_language``; anything else is refused with Deepgram's
+message for an unknown model. ``encoding``, ``sample_rate``,
 ``container`` and ``bit_rate`` pick one of voxflow's output formats
 (``voxflow.audio.formats``): the WebSocket streams raw ``linear16``, ``mulaw`` or ``alaw``; HTTP
 also answers ``flac``, ``mp3``, ``opus`` (Ogg) and ``aac``. ``speed`` is the voice's speed.
@@ -19,10 +22,11 @@ from dataclasses import dataclass
 
 from voxflow.audio.formats import OutputFormat
 from voxflow.connection.protocol_context import ProtocolContext
-from voxflow.engines.base import VoiceSettings
+from voxflow.engines.base import VoiceInfo, VoiceNotFoundError, VoiceSettings
 from voxflow.session import options
 from voxflow.session.errors import SessionError
 from voxflow.session.options import shown
+from voxflow.text.language import locale_matches
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -38,7 +42,7 @@ WS_ENCODINGS = ("linear16", "mulaw", "alaw")
 HTTP_ENCODINGS = (*WS_ENCODINGS, "flac", "mp3", "opus", "aac")
 
 # Deepgram's model names: aura-<voice>-<lang> and aura-2-<voice>-<lang>.
-_AURA_MODEL = re.compile(r"aura(-[0-9]+)?-[a-z]+-[a-z]{2}")
+_AURA_MODEL = re.compile(r"aura(-[0-9]+)?-[a-z]+-(?P<language>[a-z]{2})")
 _INTEGER = re.compile(r"[0-9]{1,9}")  # a decimal integer in ASCII, never "1_0" or " 7"
 _DECIMAL = re.compile(r"[0-9]{1,3}(\.[0-9]{1,6})?")  # a speed such as 1, 0.9 or 1.25
 
@@ -72,18 +76,49 @@ class SpeakOptions:
     voice: str  # the voxflow voice speaking it
     output_format: OutputFormat
     settings: VoiceSettings
+    language: str | None = None  # an Aura model's language, which the voice speaks
 
 
-def resolve_model(context: ProtocolContext, model: str | None) -> str:
-    """The voxflow voice for a Deepgram ``model``."""
-    return options.resolve_voice(
+def resolve_model(context: ProtocolContext, model: str | None) -> tuple[str, str | None]:
+    """The voxflow voice for a Deepgram ``model``, and the language an Aura model name asks
+    for (None for a voxflow voice name)."""
+    name = model or DEFAULT_MODEL
+    voice = options.resolve_voice(
         context.voice,
-        model or DEFAULT_MODEL,
+        name,
         context.default_voice,
-        alias=lambda name: _AURA_MODEL.fullmatch(name) is not None,
+        alias=lambda alias: _AURA_MODEL.fullmatch(alias) is not None,
         hint="No such model/version combination found; Deepgram Aura model names "
-        "(aura-asteria-en, aura-2-thalia-en) select the default voice",
-    ).name
+        "(aura-asteria-en, aura-2-thalia-en) select a voice of their language",
+    )
+    aura = _AURA_MODEL.fullmatch(name)
+    if aura is None or _named(context, name):
+        return voice.name, None  # a voice (or an alias) of the server's own, named
+    language = aura["language"]
+    return _voice_for_language(context, voice, language, name).name, language
+
+
+def _named(context: ProtocolContext, name: str) -> bool:
+    try:
+        context.voice(name)
+    except VoiceNotFoundError:
+        return False
+    return True
+
+
+def _voice_for_language(
+    context: ProtocolContext, default: VoiceInfo, language: str, model: str
+) -> VoiceInfo:
+    """The default voice if it speaks ``language``, else the first voice that does."""
+    for candidate in (default, *context.voices()):
+        if _speaks(candidate, language):
+            return candidate
+    spoken = sorted({v.language for v in context.voices() if v.language})
+    raise SessionError(
+        "unsupported_language",
+        f"model {model} speaks {language}, which no voice here speaks "
+        f"(they speak {', '.join(spoken) or 'nothing'})",
+    )
 
 
 def parse_speak_query(
@@ -91,11 +126,11 @@ def parse_speak_query(
 ) -> SpeakOptions:
     """Validate ``/v1/speak``'s query string; ``SessionError`` when it is refused."""
     model = query.get("model") or DEFAULT_MODEL
-    voice = resolve_model(context, model)
+    voice, language = resolve_model(context, model)
     fmt = options.output_format(_format_name(query, websocket))
     speed = _number(query, "speed")
     settings = options.voice_settings(speed=1.0 if speed is None else speed)
-    return SpeakOptions(model, voice, fmt, settings)
+    return SpeakOptions(model, voice, fmt, settings, language)
 
 
 def _format_name(query: Mapping[str, str], websocket: bool) -> str:
@@ -164,3 +199,10 @@ def _number(query: Mapping[str, str], name: str) -> float | None:
     if _DECIMAL.fullmatch(raw) is None:
         raise SessionError("invalid_voice_settings", f"{name} must be a number, got {shown(raw)}")
     return float(raw)
+
+
+def _speaks(voice: VoiceInfo, language: str) -> bool:
+    try:
+        return locale_matches(language, voice.language)
+    except ValueError:  # a voice whose locale is no language code
+        return False

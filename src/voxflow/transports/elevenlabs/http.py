@@ -9,9 +9,10 @@ unlike the WebSocket's per-chunk milliseconds. The bodies are ``http_protocol``'
 the connection runner (``transports.http_response``).
 
 Shared with the WebSocket transport: voice id resolution (a voxflow voice name, or an
-ElevenLabs-style 20-character id, which maps to the default voice), ``voice_settings`` parsing and
-the output format (ElevenLabs' default, ``mp3_44100_128``, when none is named); the checks
-themselves are ``voxflow.session.options``'. Errors are ``SessionError``s, answered in ElevenLabs'
+ElevenLabs-style 20-character id, which maps to the default voice), ``voice_settings`` parsing,
+``language_code`` (the body's here, the query string's there: the voice must speak it) and the
+output format (ElevenLabs' default, ``mp3_44100_128``, when none is named); the checks themselves
+are ``voxflow.session.options``'. Errors are ``SessionError``s, answered in ElevenLabs'
 HTTP shape, ``{"detail": {"status": ..., "message": ...}}`` (``errors.http_error``), so its SDKs
 surface the message.
 """
@@ -45,8 +46,10 @@ from voxflow.text.ssml import SsmlDialect, SsmlError, written_text
 from voxflow.transports.elevenlabs.alignment import ChunkAlignment
 from voxflow.transports.elevenlabs.errors import http_error
 from voxflow.transports.elevenlabs.http_protocol import TtsAudio, TtsLines, TtsWhole
+from voxflow.transports.elevenlabs.models import MODELS as ELEVENLABS_MODELS
 from voxflow.transports.http_response import speak_request
 from voxflow.transports.json_body import RequestBody
+from voxflow.transports.languages import bcp47
 from voxflow.transports.request_protocol import RequestProtocol
 
 ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"
@@ -80,6 +83,17 @@ def resolve_voice_id(context: ProtocolContext, voice_id: str) -> str:
         alias=lambda name: ELEVENLABS_VOICE_ID.fullmatch(name) is not None,
         hint="ElevenLabs-style 20-character ids map to the default voice",
     ).name
+
+
+def check_language_code(context: ProtocolContext, voice: str, raw: str | None) -> str | None:
+    """ElevenLabs' ``language_code`` (ISO 639-1, ``ja``; a locale such as ``en-GB`` too), which
+    ``voice`` must speak: ``unsupported_language`` otherwise, ``invalid_language`` for a value
+    that is no language code. ElevenLabs refuses a code its model cannot enforce with a 400 as
+    well. Absent or empty: the voice's own language, as without the field."""
+    if not raw:
+        return None
+    options.check_language(context.voice(voice), raw)
+    return raw
 
 
 def check_output_format(name: str | None) -> OutputFormat:
@@ -136,10 +150,12 @@ def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
 
     ``name`` is the voxflow voice name, as in voxflow's listing, so the merged object is valid
     for both clients; ``voice_id`` is that name too, which ``/v1/text-to-speech/{voice_id}``
-    accepts.
+    accepts. Its language is in ``labels`` and, as ElevenLabs lists a voice's languages, in
+    ``verified_languages`` (the ``language_code`` a request with it may give).
     """
-    language = info.language.replace("_", "-")
-    labels = {"language": language.split("-")[0], "locale": language, "engine": info.engine}
+    language = bcp47(info.language)
+    primary = language.split("-")[0]
+    labels = {"language": primary, "locale": language, "engine": info.engine}
     if default:
         labels["default"] = "true"
     return {
@@ -155,6 +171,15 @@ def elevenlabs_voice_fields(info: VoiceInfo, default: bool) -> dict[str, Any]:
         "high_quality_base_model_ids": [],
         "is_owner": False,
         "is_legacy": False,
+        "verified_languages": [
+            {
+                "language": primary,
+                "model_id": ELEVENLABS_MODELS[0][0],
+                "accent": None,
+                "locale": language,
+                "preview_url": None,
+            }
+        ],
     }
 
 
@@ -214,7 +239,7 @@ class SpeechBody(RequestBody):
 
     text: str = Field(min_length=1)
     model_id: str | None = None  # informational: there is one engine
-    language_code: str | None = None  # the voice decides the language
+    language_code: str | None = None  # the voice must speak it (check_language_code)
     voice_settings: dict[str, Any] | None = None
     seed: int | None = None  # 0 to 4,294,967,295 (options.voice_settings)
     # Dictionaries of this server (transports.elevenlabs.dictionaries), applied in order.
@@ -238,6 +263,7 @@ class TtsPlan:
     lexicon: Lexicon | None = None  # of the request's pronunciation dictionaries
     markup: SsmlDialect | None = None  # enable_ssml_parsing
     written: str = ""  # the text as alignments index it (markup left out)
+    language: str | None = None  # language_code, which the voice speaks
 
 
 def plan(
@@ -254,6 +280,7 @@ def plan(
     body = body.checked()
     fmt = check_output_format(output_format)
     voice_name = resolve_voice_id(context, voice_id)
+    language = check_language_code(context, voice_name, body.language_code)
     settings = voice_settings(body.voice_settings, body.seed)
     normalization = normalization_mode(body.apply_text_normalization)
     options.check_text(body.text, context.max_message_chars)
@@ -267,7 +294,9 @@ def plan(
             written = written_text(text, markup)
         except SsmlError as error:
             raise SessionError("invalid_ssml", str(error)) from None
-    return TtsPlan(text, voice_name, fmt, settings, normalization, lexicon, markup, written)
+    return TtsPlan(
+        text, voice_name, fmt, settings, normalization, lexicon, markup, written, language
+    )
 
 
 async def text_to_speech(
@@ -301,6 +330,7 @@ async def text_to_speech(
         normalization=checked.normalization,
         lexicon=checked.lexicon,
         markup=checked.markup,
+        language=checked.language,
     )
     protocol: RequestProtocol
     if not timestamps:

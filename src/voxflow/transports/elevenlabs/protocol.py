@@ -16,6 +16,9 @@ Client messages (JSON text frames):
 * ``enable_ssml_parsing=true`` in the query reads every context's text as SSML
   (``voxflow.text.ssml``, ElevenLabs' 3-second break limit, a bare ``&`` or ``<`` is text);
   alignments then index the text with its markup left out;
+* ``language_code`` in the query (``ja``, ``en-GB``) must name a language the voice speaks:
+  otherwise the connection fails at once (``unsupported_language``, or ``invalid_language`` for
+  a value that is no language code), before any text is read;
 * ``{"text": "Hello ", "flush": false, "try_trigger_generation": true}`` appends text (the
   segmenter already cuts as early as the schedule allows, so ``try_trigger_generation`` changes
   nothing); ``"flush": true`` then synthesizes everything buffered. A message that starts a
@@ -253,6 +256,7 @@ class ElevenLabsProtocol:
                 parse_locators(message.get("pronunciation_dictionary_locators"))
             ),
             markup=elevenlabs_http.SSML_DIALECT if self.options.ssml else None,
+            language=self.options.language,
         )
         if not self._session.start(cid, options, now):
             return None

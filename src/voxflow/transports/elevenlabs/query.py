@@ -34,6 +34,7 @@ class ConnectionOptions:
     # ``sync_alignment=true``: alignment times count from the start of the context's audio.
     sync_alignment: bool = False
     ssml: bool = False  # ``enable_ssml_parsing=true``: every context's text is SSML
+    language: str | None = None  # ``language_code``, which the voice speaks
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool | None:
@@ -59,10 +60,12 @@ def _integer(query: Mapping[str, str], name: str) -> int | None:
 def parse_connection(
     context: ProtocolContext, voice_id: str, query: Mapping[str, str]
 ) -> ConnectionOptions:
-    """Validate the query string. ``model_id``, ``language_code``, ``enable_logging`` and
-    ``authorization`` are accepted and ignored."""
+    """Validate the query string. ``language_code`` must be a language the voice speaks: a
+    mismatch refuses the connection before any text is read, so nothing of it is spoken.
+    ``model_id``, ``enable_logging`` and ``authorization`` are accepted and ignored."""
     fmt = elevenlabs_http.check_output_format(query.get("output_format"))
     voice = elevenlabs_http.resolve_voice_id(context, voice_id)
+    language = elevenlabs_http.check_language_code(context, voice, query.get("language_code"))
     timeout = _integer(query, "inactivity_timeout")
     if timeout is None:
         timeout = DEFAULT_INACTIVITY_S
@@ -83,4 +86,5 @@ def parse_connection(
         elevenlabs_http.normalization_mode(query.get("apply_text_normalization")),
         _flag(query, "sync_alignment") is True,
         _flag(query, "enable_ssml_parsing") is True,
+        language,
     )

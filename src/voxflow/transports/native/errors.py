@@ -26,6 +26,7 @@ WIRE_CODES: Mapping[str, str] = MappingProxyType(
         "invalid_normalization": "invalid_message",
         "invalid_chunk_length_schedule": "invalid_message",
         "unknown_speaker": "invalid_message",
+        "invalid_language": "invalid_message",
     }
 )
 

@@ -7,6 +7,7 @@ gets an ``error`` event and the connection stays usable.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
@@ -33,7 +34,7 @@ from voxflow.session.options import (
     text_format,
     voice_settings,
 )
-from voxflow.session.session import Session
+from voxflow.session.session import DEFAULT_CONTEXT, Session
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.transports.close_codes import (
     FAILURE_CLOSE,
@@ -48,6 +49,9 @@ from voxflow.transports.native.errors import error_body
 __all__ = ["NativeProtocol", "encode_event", "parse_lexicon", "parse_start"]
 
 MESSAGE_TYPES = ("start", "text", "flush", "end", "cancel", "prefetch", "settings")
+# Refused context ids a connection remembers (a client that keeps starting refused contexts
+# under new ids must not grow the connection's memory).
+MAX_REFUSED = 64
 MAX_LEXICON_ENTRIES = 1000
 
 
@@ -120,6 +124,8 @@ def parse_start(message: dict[str, Any]) -> StartOptions:
         markup=text_format(_field(message, "text_format", str)),
         volume=1.0 if volume is None else volume,
         sentence_pause_ms=finite_number(message.get("sentence_pause_ms"), "sentence_pause_ms"),
+        # Checked against the voice when the context opens (``options.check_language``).
+        language=_field(message, "language", str),
     )
 
 
@@ -142,6 +148,10 @@ class NativeProtocol:
         # The lexicon of a context's pronunciation_dictionary_locators (the server's store, for
         # the connection's API key).
         self._dictionaries = dictionaries
+        # Contexts whose ``start`` was refused, most recent last: their text is refused too,
+        # rather than spoken by a context that ``text`` would open with the server's defaults
+        # (another voice, another language). A later ``start`` of the id forgets the refusal.
+        self._refused: OrderedDict[str, None] = OrderedDict()
 
     def receive(self, frame: str | bytes) -> None:
         """Apply one client frame to the session (errors become ``error`` events)."""
@@ -182,8 +192,22 @@ class NativeProtocol:
         now = self._clock()
         kind = message.get("type")
         session = self._session
+        cid = context_id or DEFAULT_CONTEXT
         if kind == "start":
-            session.start(context_id, self._with_dictionaries(message), now)
+            self._refused.pop(cid, None)
+            try:
+                options = self._with_dictionaries(message)
+            except SessionError:
+                self._refuse(cid)
+                raise
+            if not session.start(context_id, options, now):
+                self._refuse(cid)
+        elif kind in ("text", "flush", "end") and cid in self._refused:
+            raise SessionError(
+                "unknown_context",
+                f"context {cid!r} is not open: its start was refused (the error before this "
+                "one says why); send a new start",
+            )
         elif kind == "text":
             text = message.get("text")
             if not isinstance(text, str):
@@ -218,6 +242,11 @@ class NativeProtocol:
                 "unknown_type",
                 f"unknown message type {shown(kind)}; expected one of {MESSAGE_TYPES}",
             )
+
+    def _refuse(self, cid: str) -> None:
+        self._refused[cid] = None
+        while len(self._refused) > MAX_REFUSED:
+            self._refused.popitem(last=False)
 
     def reply(self, event: ClientEvent) -> Reply[str | bytes]:
         if isinstance(event, CloseOut):

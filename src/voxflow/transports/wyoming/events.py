@@ -61,6 +61,10 @@ def requested_voice(data: dict[str, Any], event_type: str) -> SynthesizeVoice | 
     if not isinstance(raw, dict):
         raise SessionError("invalid_event", f"{event_type} 'voice' must be an object")
     voice = SynthesizeVoice.from_dict(raw)
+    if voice is not None and voice.name is not None:
+        # ``from_dict`` drops a language given beside a name (the wyoming package reads a name
+        # as overriding it); a client that sends both gets them checked against each other.
+        voice.language = raw.get("language")
     if voice is not None and not all(
         isinstance(v, str | None) for v in (voice.name, voice.language, voice.speaker)
     ):

@@ -11,7 +11,8 @@ from voxflow.audio.formats import UnsupportedFormatError, parse_output_format
 from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.session.errors import SessionError
-from voxflow.session.options import check_name
+from voxflow.session.options import check_language, check_name, shown
+from voxflow.text.language import locale_matches, parse_locale
 from voxflow.version import __version__
 
 with warnings.catch_warnings():
@@ -98,21 +99,28 @@ def _package_version(distribution: str) -> str | None:
 def resolve_voice(
     context: ProtocolContext, requested: SynthesizeVoice | None
 ) -> tuple[VoiceInfo, int | None]:
-    """The voice and speaker id a request asks for, or the default voice."""
+    """The voice and speaker id a request asks for, or the default voice.
+
+    ``voice.language`` alone picks a voice of that language; with ``voice.name`` it must be the
+    named voice's (``unsupported_language`` otherwise: a request is never read out by a voice of
+    another language). A language that is no language code is ``invalid_language``.
+    """
     speaker: str | None = None
+    language = requested.language if requested is not None else None
     if requested is not None:
         # Names are echoed in refusals: short and printable, or refused.
-        for value, what in ((requested.name, "voice name"), (requested.language, "language")):
-            if value is not None:
-                check_name(value, what, "unknown_voice")
+        if requested.name is not None:
+            check_name(requested.name, "voice name", "unknown_voice")
         if requested.speaker is not None:
             check_name(requested.speaker, "speaker", "unknown_speaker")
     try:
         if requested is not None and requested.name:
             voice = context.voice(requested.name)
             speaker = requested.speaker
-        elif requested is not None and requested.language:
-            voice = _voice_for_language(context, requested.language)
+            if language:
+                check_language(voice, language)
+        elif language:
+            voice = _voice_for_language(context, language)
         else:
             voice = context.voice(context.default_voice)
     except VoiceNotFoundError as error:
@@ -129,21 +137,38 @@ def resolve_voice(
 
 
 def _voice_for_language(context: ProtocolContext, language: str) -> VoiceInfo:
-    wanted = language.replace("-", "_").lower()
+    """The voice for a request that names only a language: the default voice first; a voice
+    of the very locale asked for (``en_GB`` for ``en-GB``) beats one that only matches it
+    (``locale_matches``: ``en`` matches ``en_US`` and ``en_GB``)."""
+    check_name(language, "language", "invalid_language")
+    try:
+        wanted = parse_locale(language)
+    except ValueError:
+        raise SessionError(
+            "invalid_language",
+            f"language {shown(language)} is not a language code (write en, en_US or ja_JP)",
+        ) from None
     voices = context.voices()
-    default = context.voice(context.default_voice)
-    # The default voice first; an exact language match beats a family match (en ~ en_US).
-    for candidate in (default, *voices):
-        if candidate.language.lower() == wanted:
+    candidates = (context.voice(context.default_voice), *voices)
+    for candidate in candidates:
+        if _locale(candidate) == wanted:
             return candidate
-    for candidate in (default, *voices):
-        if candidate.language.lower().split("_")[0] == wanted.split("_")[0]:
+    for candidate in candidates:
+        if _locale(candidate) is not None and locale_matches(language, candidate.language):
             return candidate
     languages = sorted({v.language for v in voices if v.language})
     raise SessionError(
-        "unknown_voice",
-        f"no voice for language {language!r}; available: {', '.join(languages) or 'none'}",
+        "unsupported_language",
+        f"no voice speaks {language.strip()}; available: {', '.join(languages) or 'none'}",
     )
+
+
+def _locale(voice: VoiceInfo) -> tuple[str, str | None] | None:
+    """A voice's locale as ``parse_locale`` reads it; None when it is none."""
+    try:
+        return parse_locale(voice.language)
+    except ValueError:
+        return None
 
 
 def _speaker_id(voice: VoiceInfo, speaker: str | None) -> int | None:

@@ -12,7 +12,8 @@ Event sequences (client -> server: server -> client):
   text is still arriving. Home Assistant sends the whole text again as a ``synthesize`` between the
   last chunk and ``synthesize-stop`` (for servers without streaming); inside an open stream that
   event is ignored, as wyoming-piper does.
-* A bad request (unknown voice or speaker, malformed event): ``error`` instead of any audio, and
+* A bad request (unknown voice or speaker, a ``voice.language`` the named voice does not speak
+  or no voice speaks, malformed event): ``error`` instead of any audio, and
   the connection stays usable. A stream whose ``synthesize-start`` failed still answers its
   ``synthesize-stop`` with ``synthesize-stopped``, because Home Assistant waits for that event.
   A malformed event after which the byte stream cannot be trusted (``BadEvent.fatal``): ``error``,
@@ -61,7 +62,13 @@ with warnings.catch_warnings():
     from wyoming.event import Event
     from wyoming.info import Describe
     from wyoming.ping import Ping
-    from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
+    from wyoming.tts import (
+        Synthesize,
+        SynthesizeChunk,
+        SynthesizeStart,
+        SynthesizeStop,
+        SynthesizeVoice,
+    )
 
 __all__ = ["WyomingFrame", "WyomingProtocol"]
 
@@ -186,8 +193,11 @@ class WyomingProtocol:
             return  # the copy of the streamed text that Home Assistant sends for old servers
         text = events.request_text(data, "synthesize")
         markup = text_format(data.get("text_format"))
-        voice, speaker_id = resolve_voice(self._context, events.requested_voice(data, "synthesize"))
-        context_id = self._begin(voice, speaker_id, streaming=False, markup=markup)
+        requested = events.requested_voice(data, "synthesize")
+        voice, speaker_id = resolve_voice(self._context, requested)
+        context_id = self._begin(
+            voice, speaker_id, streaming=False, markup=markup, language=_language(requested)
+        )
         if context_id is not None:
             self._feed(context_id, text)
             self._session.end(context_id, self._clock())
@@ -199,15 +209,14 @@ class WyomingProtocol:
             )
         try:
             markup = text_format(data.get("text_format"))
-            voice, speaker_id = resolve_voice(
-                self._context, events.requested_voice(data, "synthesize-start")
-            )
+            requested = events.requested_voice(data, "synthesize-start")
+            voice, speaker_id = resolve_voice(self._context, requested)
         except SessionError:
             # The client goes on with this stream's chunks and waits for synthesize-stopped, so
             # the stream stays open (with nothing to synthesize) until its synthesize-stop.
             self._request = _Request(None, 0, streaming=True, input_done=False)
             raise
-        self._begin(voice, speaker_id, streaming=True, markup=markup)
+        self._begin(voice, speaker_id, streaming=True, markup=markup, language=_language(requested))
 
     def _synthesize_chunk(self, data: dict[str, Any]) -> None:
         request = self._request
@@ -239,6 +248,7 @@ class WyomingProtocol:
         speaker_id: int | None,
         streaming: bool,
         markup: SsmlDialect | None = None,
+        language: str | None = None,
     ) -> str | None:
         """Open the request's context; its id, or None if the session refused it."""
         context_id = f"wyoming-{next(self._ids)}"
@@ -254,6 +264,9 @@ class WyomingProtocol:
                 # for all of it); a streamed one keeps pace with playback like a WebSocket.
                 paced=streaming,
                 markup=markup,
+                # Checked by ``resolve_voice`` already; the session checks it once more, as it
+                # does for every protocol.
+                language=language,
             ),
             self._clock(),
         )
@@ -333,3 +346,8 @@ class WyomingProtocol:
         if self._input_ended and not self._answering():
             return Reply(answer, NORMAL_CLOSE)  # the client half-closed: it has every answer
         return Reply(answer)
+
+
+def _language(requested: SynthesizeVoice | None) -> str | None:
+    """The language a request names (Home Assistant may send an empty one: none)."""
+    return (requested.language or None) if requested is not None else None
