@@ -48,10 +48,8 @@ REPLY = (
 )
 LEAD = "明日の十四時三十分からの"
 REST = "会議では、三千円の資料をお配りします。"
-LAST = (
-    "参加者は五人で、場所は本社の第二会議室です。"
-    "ご不明な点はゼロサン、イチニーサンヨン、ゴーロクナナハチまでお電話ください。"
-)
+THIRD = "参加者は五人で、場所は本社の第二会議室です。"
+LAST = "ご不明な点はゼロサン、イチニーサンヨン、ゴーロクナナハチまでお電話ください。"
 
 
 def lookup(name: str) -> VoiceInfo:
@@ -118,7 +116,7 @@ def test_japanese_contexts_share_one_normalizer_with_the_servers_lexicon() -> No
 
 
 def test_a_japanese_reply_is_cut_and_normalized_as_japanese_however_it_streams() -> None:
-    expected = [(LEAD, False), (REST, False), (LAST, False)]
+    expected = [(LEAD, False), (REST, False), (THIRD, False), (LAST, False)]
     for seed in range(5):
         requests = _streamed(_context(ALPHA), REPLY, seed)
         # Kokoro says the rest of a lead's sentence as a piece of its own (no takeover).
@@ -131,6 +129,7 @@ def test_a_japanese_lead_is_taken_over_by_its_whole_sentence() -> None:
     assert [(r.text, r.lead, r.takeover is not None) for r in requests] == [
         (LEAD, True, False),
         (LEAD + REST, False, True),
+        (THIRD, False, False),
         (LAST, False, False),
     ]
 

@@ -33,7 +33,7 @@ BOOKING = (
 )
 
 # (reply, chunking, [(text, boundary, lead)]): a short lead, then whole sentences (the adaptive
-# schedule's 60-character minimum merges the short ones; every_sentence keeps them apart).
+# schedule's 60-character minimum is 20 Japanese characters: written_chars).
 GOLDEN = [
     (
         MEETING,
@@ -41,12 +41,8 @@ GOLDEN = [
         [
             ("明日の会議では", W, True),
             ("新しいプロジェクトの進め方について説明します。", S, False),
-            (
-                "資料は事前にお送りしましたので、ご確認ください。"
-                "何かご質問があれば、いつでもお知らせください。",
-                F,
-                False,
-            ),
+            ("資料は事前にお送りしましたので、ご確認ください。", S, False),
+            ("何かご質問があれば、いつでもお知らせください。", F, False),
         ],
     ),
     (
@@ -178,3 +174,22 @@ def test_segment_text_takes_the_language() -> None:
     assert japanese[0].text == "ご予約の変更を"
     # Read as English the text has no boundary but its end: one segment.
     assert [s.text for s in segment_text(text, ChunkingConfig())] == [text]
+
+
+LONG = (
+    "お客様のご注文いただいた商品につきましては現在倉庫での在庫確認と出荷準備を進めておりまして"
+    "通常であれば三日から五日ほどでお届けできる見込みですが年末の繁忙期と重なっているため"
+    "配送業者の状況によっては一週間程度お時間をいただく場合もございますので"
+    "何卒ご理解のほどよろしくお願い申し上げます。"
+)
+
+
+def test_a_long_sentence_without_marks_is_cut_at_phrases_within_a_third_of_max_chars() -> None:
+    """A Japanese character carries about three English ones' phonemes: 250 characters of
+    Japanese would be past what Kokoro reads in one utterance (510 ids), 83 are not."""
+    segments = segment_text(LONG, ChunkingConfig(), JA)
+    assert "".join(s.text for s in segments) == LONG
+    assert len(segments) >= 3
+    assert all(len(s.text) <= 250 // 3 for s in segments)
+    assert all(s.boundary is not SegmentEnd.CUT for s in segments)
+    assert [s.boundary for s in segments[:-1]] == [SegmentEnd.WORD] * (len(segments) - 1)

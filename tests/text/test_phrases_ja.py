@@ -3,7 +3,13 @@
 import pytest
 
 from voxflow.text.language import TextLanguage
-from voxflow.text.phrases import MORA_COST, ends_phrase, spoken_cost, starts_phrase
+from voxflow.text.phrases import (
+    MORA_COST,
+    ends_phrase,
+    spoken_cost,
+    starts_phrase,
+    written_chars,
+)
 
 JA = TextLanguage.JAPANESE
 
@@ -63,3 +69,9 @@ def test_english_phrases_are_never_told_by_their_end() -> None:
 
 def test_japanese_words_never_start_a_phrase() -> None:
     assert starts_phrase("and") and not starts_phrase("and", JA)
+
+
+def test_lengths_in_english_characters_are_a_third_as_many_japanese_ones() -> None:
+    assert written_chars(250, TextLanguage.ENGLISH) == 250
+    assert written_chars(250, TextLanguage.JAPANESE) == 83
+    assert written_chars(1, TextLanguage.JAPANESE) == 1  # never zero

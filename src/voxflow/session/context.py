@@ -57,6 +57,7 @@ from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, every_sentence
 from voxflow.text.language import TextLanguage
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
+from voxflow.text.phrases import written_chars
 from voxflow.text.ssml import SsmlDialect, Style
 
 DEFAULT_MAX_PIECE_CHARS = 300
@@ -355,8 +356,10 @@ class Context:
                     requests.append(takeover)
                     continue
             normalized = self._normalized(segment.start, segment.end)
-            first = FIRST_PIECE_CHARS if segment.turn_first else None
-            ranges = split_spoken(normalized.text, self.options.max_piece_chars, first)
+            first = self._piece_chars(FIRST_PIECE_CHARS) if segment.turn_first else None
+            ranges = split_spoken(
+                normalized.text, self._piece_chars(self.options.max_piece_chars), first
+            )
             # A lead must be one piece: its takeover re-renders it whole.
             leads = segment.lead and len(ranges) == 1 and self.options.takeovers
             delivery = self._delivery.styled(self._style)
@@ -369,6 +372,10 @@ class Context:
                 if leads:
                     self._lead = (requests[-1].tag, piece)
         return requests
+
+    def _piece_chars(self, english_chars: int) -> int:
+        """A piece length given in English characters, in the context's language's."""
+        return written_chars(english_chars, self.options.language)
 
     def _normalized(self, start: int, end: int) -> Normalized:
         """The spoken form of the written text ``[start, end)``, markup's overrides applied."""
@@ -383,7 +390,7 @@ class Context:
         start = piece.text.source_start
         whole = self._normalized(start, segment.end)
         spoken = len(whole.text.rstrip())
-        if spoken > self.options.max_piece_chars:
+        if spoken > self._piece_chars(self.options.max_piece_chars):
             return None  # too long to render whole: the rest is rendered on its own
         points = switch_points(piece.text.normalized, whole)
         piece.taken_over = True

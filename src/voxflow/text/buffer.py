@@ -5,7 +5,9 @@ boundaries with its language's rules (``voxflow.text.segment`` for English,
 ``voxflow.text.segment_ja`` for Japanese) and emits a segment once the chunking rules say where
 it ends *and* no further text could change that decision. The rules below read the same in
 every language; only the boundaries and the spoken cost (``voxflow.text.phrases``) are the
-language's. Lengths (schedule minimums, ``max_chars``) are characters in every language.
+language's. Lengths (schedule minimums, ``max_chars``) are given in English characters and
+read in the language's (``voxflow.text.phrases.written_chars``: a third as many Japanese
+characters, which carry as many phonemes); in the rules below they are the language's.
 
 Invariants:
 
@@ -98,7 +100,7 @@ from voxflow.text.chunking import (
     Strategy,
 )
 from voxflow.text.language import TextLanguage
-from voxflow.text.phrases import ends_phrase, spoken_cost, starts_phrase
+from voxflow.text.phrases import ends_phrase, spoken_cost, starts_phrase, written_chars
 from voxflow.text.segment import (
     ENGLISH_BOUNDARIES,
     Boundary,
@@ -144,7 +146,8 @@ class TextBuffer:
         self._config = config
         self._takeovers = takeovers
         self._language = language
-        self._schedule = config.effective_schedule
+        self._schedule = self._written(config)
+        self._max_chars = written_chars(config.max_chars, language)
         self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._leads = config.leads
         self._scanner = BoundaryScanner(_BOUNDARIES[language])
@@ -172,6 +175,12 @@ class TextBuffer:
     def config(self) -> ChunkingConfig:
         return self._config
 
+    def _written(self, config: ChunkingConfig) -> tuple[int, ...]:
+        """The schedule's minimums in the language's characters (word counts stay counts)."""
+        if config.strategy is Strategy.WORD and not config.auto_mode:
+            return config.effective_schedule
+        return tuple(written_chars(m, self._language) for m in config.effective_schedule)
+
     @property
     def language(self) -> TextLanguage:
         return self._language
@@ -182,7 +191,8 @@ class TextBuffer:
         if self.has_content:
             raise ValueError("the buffer holds text: cut it before changing how it cuts")
         self._config = config
-        self._schedule = config.effective_schedule
+        self._schedule = self._written(config)
+        self._max_chars = written_chars(config.max_chars, self._language)
         self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._leads = config.leads
         self._restart_search()
@@ -348,7 +358,7 @@ class TextBuffer:
         if start is None:
             return None
         minimum, accept = self._rule()
-        limit = start + self._config.max_chars
+        limit = start + self._max_chars
         first = self._leads is not None and (self._index == 0 or self._hurried)
         leading = first and not self._lead_passed
         while self._examined < len(self._pending):
@@ -435,7 +445,7 @@ class TextBuffer:
         """Cut a segment that found no acceptable boundary within max_chars."""
         choice = self._best if self._best is not None else self._latest
         if choice is None:
-            return self._emit(start, start + self._config.max_chars, SegmentEnd.CUT)
+            return self._emit(start, start + self._max_chars, SegmentEnd.CUT)
         return self._emit(start, choice.pos, SegmentEnd(choice.kind))
 
     def _emit(self, start: int, end: int, kind: SegmentEnd, lead: bool = True) -> Segment:

@@ -21,6 +21,13 @@ that merges with the one before (``ゃ ゅ ょ ぁ``) none, a kanji about two, a
 takes. Japanese phrases are told by how they end rather than by the word that opens the next
 one: a bunsetsu closed by a topic, case or conjunctive particle ("会議では", "確認したので")
 usually ends a phrase (``ends_phrase``).
+
+Lengths given in characters (``ChunkingConfig.max_chars`` and its schedule minimums, the
+session's piece limit) are English characters; ``written_chars`` turns them into a language's
+own. A Japanese character carries about three times an English one's phonemes (Kokoro's ids:
+2.65 a character on average and 3.5 at most over the Japanese agent replies of the benchmarks,
+against 1.2 for English), so the limits that keep a segment within the engine's 510 ids in
+English keep a Japanese one within them at a third of the characters.
 """
 
 from __future__ import annotations
@@ -28,7 +35,24 @@ from __future__ import annotations
 from voxflow.text.language import TextLanguage
 from voxflow.text.segment_ja import is_hiragana, is_kanji, is_katakana
 
-__all__ = ["MORA_COST", "PHRASE_STARTERS", "ends_phrase", "spoken_cost", "starts_phrase"]
+__all__ = [
+    "MORA_COST",
+    "PHRASE_STARTERS",
+    "ends_phrase",
+    "spoken_cost",
+    "starts_phrase",
+    "written_chars",
+]
+
+# English characters one written character of a language stands for (module docstring).
+_CHARACTER_WEIGHT = {TextLanguage.ENGLISH: 1, TextLanguage.JAPANESE: 3}
+
+
+def written_chars(english_chars: int, language: TextLanguage) -> int:
+    """A length of ``english_chars`` English characters in ``language``'s characters (at
+    least 1)."""
+    return max(1, english_chars // _CHARACTER_WEIGHT[language])
+
 
 # Words that usually begin a phrase. "of" and the articles are left out on purpose: a cut
 # before them separates a head from what completes it ("the rest | of the day", "help | the").
