@@ -112,6 +112,23 @@ def test_chunks_prints_one_segment_per_line(
     assert capsys.readouterr().out.splitlines() == expected
 
 
+def test_normalize_and_chunks_read_japanese_with_language_ja(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        "明日の14:30に、3,000円をお支払いください。資料は事前にお送りしましたので、ご確認ください。"
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["normalize", "--language", "ja"]) == 0
+    assert capsys.readouterr().out.startswith("明日の十四時三十分に、三千円をお支払いください。")
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["chunks", "--language", "ja", "--chunking", "sentence"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "明日の14:30に、3,000円をお支払いください。",
+        "資料は事前にお送りしましたので、ご確認ください。",
+    ]
+
+
 def test_normalize_prints_the_spoken_form_line_by_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

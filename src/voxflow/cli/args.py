@@ -8,14 +8,17 @@ from pathlib import Path
 
 from voxflow.cli.plugins import comma_ints
 from voxflow.text.chunking import ChunkingConfig, Strategy
+from voxflow.text.language import TextLanguage
 from voxflow.text.lexicon_file import read_lexicon_file
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 
 __all__ = [
     "add_chunking_options",
+    "add_language_option",
     "add_normalization_options",
     "chunking",
     "normalizer",
+    "text_language",
 ]
 
 
@@ -43,8 +46,23 @@ def add_normalization_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
 
 
+def add_language_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--language",
+        choices=[language.value for language in TextLanguage],
+        default=TextLanguage.ENGLISH.value,
+        help="the text's language, as a voice of it reads it (default: en)",
+    )
+
+
+def text_language(args: argparse.Namespace) -> TextLanguage:
+    """``--language`` where the command has it; English otherwise (a voice's own decides)."""
+    return TextLanguage(getattr(args, "language", TextLanguage.ENGLISH.value))
+
+
 def normalizer(args: argparse.Namespace) -> Normalizer:
-    return Normalizer(None if args.lexicon is None else read_lexicon_file(args.lexicon))
+    lexicon = None if args.lexicon is None else read_lexicon_file(args.lexicon)
+    return Normalizer(lexicon, language=text_language(args))
 
 
 def chunking(args: argparse.Namespace) -> ChunkingConfig:

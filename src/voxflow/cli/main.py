@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TextIO
 
 from voxflow.audio.pcm import write_wav
-from voxflow.cli.args import add_chunking_options, add_normalization_options, chunking, normalizer
+from voxflow.cli.args import (
+    add_chunking_options,
+    add_language_option,
+    add_normalization_options,
+    chunking,
+    normalizer,
+    text_language,
+)
 from voxflow.cli.plugins import CommandRun, add_plugin_commands
 from voxflow.cli.serve import add_serve_parser, serve
 from voxflow.client import VoxflowConnectionError
@@ -74,9 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         "'ten eigh m' is said 'ten ay em' (espeak-ng reads 'a m' as 'uh em').",
     )
     normalize_cmd.add_argument("--lexicon", type=Path, help="pronunciation lexicon file")
+    add_language_option(normalize_cmd)
 
     chunks_cmd = commands.add_parser("chunks", help="print the segments of text read from stdin")
     add_chunking_options(chunks_cmd)
+    add_language_option(chunks_cmd)
 
     add_plugin_commands(commands)
 
@@ -147,7 +156,7 @@ def _voices(registry: VoiceRegistry, out: TextIO) -> int:
 
 
 def _chunks(args: argparse.Namespace, source: TextIO, out: TextIO) -> int:
-    buffer = TextBuffer(chunking(args))
+    buffer = TextBuffer(chunking(args), language=text_language(args))
     for segment in [*buffer.feed(source.read()), *buffer.flush()]:
         print(segment.text.replace("\n", " "), file=out)
     return 0
