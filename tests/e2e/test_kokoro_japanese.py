@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from cartesia import Cartesia
 from elevenlabs.client import ElevenLabs
+from openai import OpenAI
 
 from tests.support.serve_process import serve_process
 from tests.support.servers import free_port
@@ -150,3 +151,32 @@ def test_wyoming_language_ja_picks_the_japanese_voice(servers: tuple[str, int]) 
 
     _assert_speech(asyncio.run(asyncio.wait_for(body(), TIMEOUT_S)))
     assert _streams(base_url, "wyoming") == 1
+
+
+def test_elevenlabs_timestamps_index_the_written_japanese_text(base_url: str) -> None:
+    """One alignment entry a written character, as ElevenLabs gives them, in time order; the
+    kanji of a number that the normaliser rewrote are timed where it is spoken."""
+    text = "明日の14時に、3,000円のお支払いです。"
+    with httpx.Client(timeout=TIMEOUT_S) as http:
+        client = ElevenLabs(base_url=base_url, api_key="not-needed", httpx_client=http)
+        response = client.text_to_speech.convert_with_timestamps(
+            ALPHA, text=text, language_code="ja", output_format="pcm_24000"
+        )
+    alignment = response.alignment
+    assert alignment is not None
+    assert alignment.characters == list(text)
+    starts = alignment.character_start_times_seconds
+    assert starts == sorted(starts)
+    # "3,000円" is spoken after "明日の14時に" and before "お支払い".
+    assert starts[text.index("明日")] < starts[text.index("3,000")] < starts[text.index("お支払")]
+    assert starts[text.index("お支払")] - starts[text.index("3,000")] > 0.3
+
+
+def test_openai_speech_with_a_japanese_voice(base_url: str) -> None:
+    """OpenAI's API has no language field: the voice's language is the text's."""
+    with OpenAI(base_url=base_url + "/v1", api_key="not-needed", timeout=TIMEOUT_S) as client:
+        audio = client.audio.speech.create(
+            model="tts-1", voice=ALPHA, input=TEXT, response_format="pcm"
+        ).content
+    _assert_speech(audio)
+    assert _streams(base_url, "openai") == 1
