@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from voxflow import TextLanguage
 from voxflow.engines.piper import PiperEngine
 from voxflow_bench.calls.floor import EngineFloor, corpus_sentences, measure_floor
 from voxflow_bench.corpus import Reply
@@ -61,3 +62,14 @@ def test_the_floor_line_and_json() -> None:
 def test_a_corpus_without_a_sentence_is_refused(engine: PiperEngine) -> None:
     with pytest.raises(ValueError, match="no sentence"):
         measure_floor(engine, "joe", (Reply("blank", "none", "   "),))
+
+
+def test_japanese_replies_are_cut_and_normalized_as_japanese() -> None:
+    replies = (Reply("ja", "numbers", "かしこまりました。合計は3,000円です。"),)
+    assert corpus_sentences(replies, TextLanguage.JAPANESE) == [
+        "かしこまりました。",
+        "合計は三千円です。",
+    ]
+    # Read as English, the same text is one sentence (no space after its marks), its number
+    # left as digits.
+    assert corpus_sentences(replies) == ["かしこまりました。合計は3,000円です。"]

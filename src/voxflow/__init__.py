@@ -71,6 +71,7 @@ from voxflow.session.events import AudioOut, WordTiming
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.text.buffer import TextBuffer, segment_text
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, Strategy
+from voxflow.text.language import TextLanguage, text_language_of, text_rules_of
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 from voxflow.text.ssml import SSML, SsmlDialect
@@ -115,6 +116,7 @@ __all__ = [
     "Strategy",
     "StreamEncoder",
     "TextBuffer",
+    "TextLanguage",
     "TimestampsEvent",
     "VoiceNotFoundError",
     "VoiceRegistry",
@@ -133,4 +135,6 @@ __all__ = [
     "segment_text",
     "speak",
     "stream_url",
+    "text_language_of",
+    "text_rules_of",
 ]

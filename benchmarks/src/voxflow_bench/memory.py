@@ -23,12 +23,12 @@ import statistics
 import time
 import urllib.request
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import connect
 
 from voxflow import VoxflowClient, speak
 from voxflow_bench.options import BenchOptions
+from voxflow_bench.server_voices import http_base
 
 __all__ = ["HttpResult", "MemoryResult", "run_memory_section"]
 
@@ -86,12 +86,6 @@ class HttpResult:
         }
 
 
-def _http_base(url: str) -> str:
-    parts = urlsplit(url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
-    return urlunsplit((scheme, parts.netloc, "", "", ""))
-
-
 def _rss_mib(base: str) -> float:
     with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
         text = response.read().decode()
@@ -145,7 +139,7 @@ def long_text(options: BenchOptions) -> str:
 
 async def run_memory_section(url: str, options: BenchOptions) -> tuple[MemoryResult, HttpResult]:
     """The memory and HTTP figures of the server at ``url`` (see the module docstring)."""
-    base = _http_base(url)
+    base = http_base(url)
     ordinary = max((r.text for r in options.replies if len(r.text) <= 250), key=len)
     probes = (("ordinary reply", ordinary), ("250 digits", "9" * 250))
     await asyncio.to_thread(_speech, base, ordinary)  # warm

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from voxflow import TextLanguage
 from voxflow_bench.corpus import Reply, load_corpus
 
 __all__ = ["SECTIONS", "BenchOptions"]
@@ -38,6 +39,8 @@ class BenchOptions:
     playout_buffer_ms: float = 150.0
     output_format: str = "pcm_24000"
     voice: str | None = None  # None: the server's default voice
+    # The language of the voice's text: the first segment and sentence are found by its rules.
+    language: TextLanguage = TextLanguage.ENGLISH
     seed: int | None = 1  # seeded synthesis: every run renders the same audio
     run_timeout_s: float = 120.0  # a context that takes longer counts as an error
     warmup: bool = True  # one untimed context first, so model warm-up is not measured

@@ -32,7 +32,7 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from voxflow import PlayoutBuffer, PlayoutStats
+from voxflow import PlayoutBuffer, PlayoutStats, TextLanguage
 from voxflow_bench.corpus import Reply
 from voxflow_bench.options import BenchOptions
 from voxflow_bench.progress import ProgressLine
@@ -118,13 +118,13 @@ class PeerRunner:
                     await client.write_event(Synthesize(text=reply.text).event())
                     heard = await self._listen(client, streaming=False)
         except (TimeoutError, OSError, ConnectionError):
-            return _failed(reply)
-        return heard.run(reply, sent, None)
+            return _failed(reply, self.options.language)
+        return heard.run(reply, sent, None, self.options.language)
 
     async def _stream(self, reply: Reply) -> Run:
         o = self.options
         tokens = llm_tokens(reply.text)
-        ready = first_segment_token(tokens)
+        ready = first_segment_token(tokens, language=o.language)
         sent: list[float] = []
         try:
             async with asyncio.timeout(o.run_timeout_s):
@@ -147,8 +147,8 @@ class PeerRunner:
                         with contextlib.suppress(asyncio.CancelledError):
                             await listener
         except (TimeoutError, OSError, ConnectionError):
-            return _failed(reply)
-        return heard.run(reply, sent[0], sent[ready])
+            return _failed(reply, o.language)
+        return heard.run(reply, sent[0], sent[ready], o.language)
 
     async def _listen(self, client: AsyncTcpClient, streaming: bool) -> _Heard:
         """Read the answer to one request, noting each chunk's arrival."""
@@ -180,11 +180,11 @@ class _Heard:
     playout: PlayoutStats
     ok: bool
 
-    def run(self, reply: Reply, sent: float, ready_at: float | None) -> Run:
+    def run(self, reply: Reply, sent: float, ready_at: float | None, language: TextLanguage) -> Run:
         first = self.first
         return Run(
             reply=reply.name,
-            first_sentence_chars=first_sentence_chars(reply.text),
+            first_sentence_chars=first_sentence_chars(reply.text, language),
             ok=self.ok,
             ttfa_ms=None if first is None else 1000.0 * (first - sent),
             ready_ms=None if first is None or ready_at is None else 1000.0 * (first - ready_at),
@@ -203,6 +203,6 @@ async def _read(client: AsyncTcpClient) -> Event:
     return event
 
 
-def _failed(reply: Reply) -> Run:
-    chars = first_sentence_chars(reply.text)
+def _failed(reply: Reply, language: TextLanguage) -> Run:
+    chars = first_sentence_chars(reply.text, language)
     return Run(reply.name, chars, False, None, None, None, 0, 0.0, None, 0.0)

@@ -10,7 +10,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from voxflow import ChunkingConfig, SegmentEnd, Strategy, segment_text
+from voxflow import ChunkingConfig, SegmentEnd, Strategy, TextLanguage, segment_text
 from voxflow_bench.stats import Distribution
 
 __all__ = [
@@ -24,10 +24,10 @@ __all__ = [
 ]
 
 
-def first_sentence_chars(text: str) -> int:
+def first_sentence_chars(text: str, language: TextLanguage = TextLanguage.ENGLISH) -> int:
     """Characters up to the end of the text's first sentence (the whole text if it has none), as
-    the server's sentence strategy finds it."""
-    for segment in segment_text(text, ChunkingConfig(strategy=Strategy.SENTENCE)):
+    the server's sentence strategy finds it in ``language``."""
+    for segment in segment_text(text, ChunkingConfig(strategy=Strategy.SENTENCE), language):
         if segment.boundary is SegmentEnd.SENTENCE:
             return segment.end
     return len(text)

@@ -28,6 +28,7 @@ from voxflow import (
     ContextResult,
     ErrorEvent,
     TextBuffer,
+    TextLanguage,
     VoxflowClient,
     speak,
 )
@@ -41,19 +42,29 @@ from voxflow_bench.tokens import llm_tokens
 __all__ = ["VoxflowRunner", "first_segment_token"]
 
 
-def first_segment_token(tokens: Sequence[str], chunking: ChunkingConfig | None = None) -> int:
+def first_segment_token(
+    tokens: Sequence[str],
+    chunking: ChunkingConfig | None = None,
+    language: TextLanguage = TextLanguage.ENGLISH,
+) -> int:
     """Index of the token after which the server's first segment of the text is certain (its
-    segmenter emits it on that token), or of the last token when only the end of input does."""
-    buffer = TextBuffer(chunking or ChunkingConfig())
+    segmenter emits it on that token, with ``language``'s rules), or of the last token when
+    only the end of input does."""
+    buffer = TextBuffer(chunking or ChunkingConfig(), language=language)
     for index, token in enumerate(tokens):
         if buffer.feed(token, now=0.0):
             return index
     return len(tokens) - 1
 
 
-def to_run(reply: Reply, result: ContextResult | None, ready_at: float | None = None) -> Run:
+def to_run(
+    reply: Reply,
+    result: ContextResult | None,
+    ready_at: float | None = None,
+    language: TextLanguage = TextLanguage.ENGLISH,
+) -> Run:
     """The record of one context: ``ready_at`` is when the first segment became certain."""
-    chars = first_sentence_chars(reply.text)
+    chars = first_sentence_chars(reply.text, language)
     if result is None:
         return Run(reply.name, chars, False, None, None, None, 0, 0.0, None, 0.0)
     ok = result.done is not None and not result.errors
@@ -108,7 +119,14 @@ class VoxflowRunner:
         runs: list[Run] = []
         for _ in range(self.options.repeats):
             for reply in self.options.replies:
-                runs.append(to_run(reply, await self.speak(client, "full", reply.text)))
+                runs.append(
+                    to_run(
+                        reply,
+                        await self.speak(client, "full", reply.text),
+                        None,
+                        self.options.language,
+                    )
+                )
                 self.progress.advance(f"full text: {reply.name}")
         return Section("full text", tuple(runs))
 
@@ -121,14 +139,14 @@ class VoxflowRunner:
                 async with asyncio.timeout(self.options.run_timeout_s):
                     runs.append(await self._stream_tokens(client, reply))
             except TimeoutError:
-                runs.append(to_run(reply, None))
+                runs.append(to_run(reply, None, None, self.options.language))
             self.progress.advance(f"tokens: {reply.name}")
         return Section(f"tokens at {self.options.token_rate:g}/s", tuple(runs))
 
     async def _stream_tokens(self, client: VoxflowClient, reply: Reply) -> Run:
         o = self.options
         tokens = llm_tokens(reply.text)
-        ready = first_segment_token(tokens)
+        ready = first_segment_token(tokens, language=o.language)
         context_id = self.context_id("tokens")
         recorder = ContextRecorder(context_id, o.playout_buffer_ms)
         await client.start(context_id, voice=o.voice, output_format=o.output_format, seed=o.seed)
@@ -144,7 +162,7 @@ class VoxflowRunner:
         await client.end(context_id)
         # The reader task stamped every event on arrival meanwhile; reading them now is enough.
         result = await recorder.collect(client, stop_on_error=True)
-        return to_run(reply, result, ready_at=sent[ready])
+        return to_run(reply, result, sent[ready], o.language)
 
     # -- cancel ------------------------------------------------------------------------------
 
@@ -237,6 +255,6 @@ class VoxflowRunner:
                         for c, reply in zip(clients, replies, strict=True)
                     ]
                 for reply, task in zip(replies, tasks, strict=True):
-                    runs.append(to_run(reply, task.result()))
+                    runs.append(to_run(reply, task.result(), None, self.options.language))
                 self.progress.advance(f"{label}: {connections}")
         return Level(connections, Section(f"{connections} at once", tuple(runs)))

@@ -33,7 +33,7 @@ from voxflow.session.context import (
 )
 from voxflow.session.errors import SessionError
 from voxflow.text.chunking import ChunkingConfig, every_sentence
-from voxflow.text.language import TextLanguage, locale_matches, parse_locale, text_language_of
+from voxflow.text.language import TextLanguage, locale_matches, parse_locale, text_rules_of
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 from voxflow.text.ssml import SSML, SsmlDialect
@@ -390,10 +390,7 @@ def voice_text_language(voice: VoiceInfo) -> TextLanguage:
     """The language whose text rules (boundaries, spoken costs, normalisation) a voice's text
     is read by: its locale's; English for a voice whose locale names no language voxflow
     speaks (a German Piper voice is read as it always was)."""
-    try:
-        return text_language_of(voice.language)
-    except ValueError:
-        return TextLanguage.ENGLISH
+    return text_rules_of(voice.language)
 
 
 def text_format(raw: object) -> SsmlDialect | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-__all__ = ["TextLanguage", "locale_matches", "parse_locale", "text_language_of"]
+__all__ = ["TextLanguage", "locale_matches", "parse_locale", "text_language_of", "text_rules_of"]
 
 _LOCALE = re.compile(r"(?P<language>[A-Za-z]{2,3})(?:[-_](?P<region>[A-Za-z]{2}|[0-9]{3}))?")
 
@@ -43,6 +43,16 @@ def text_language_of(locale: str) -> TextLanguage:
     except ValueError:
         spoken = ", ".join(member.value for member in TextLanguage)
         raise ValueError(f"voxflow does not speak {locale!r} (it speaks {spoken})") from None
+
+
+def text_rules_of(locale: str) -> TextLanguage:
+    """The language whose text rules (boundaries, spoken costs, normalisation) read the text of
+    a voice of ``locale``: its own, or English for a locale voxflow has no rules for (a German
+    Piper voice is read as voxflow always read it)."""
+    try:
+        return text_language_of(locale)
+    except ValueError:
+        return TextLanguage.ENGLISH
 
 
 def locale_matches(requested: str, voice_locale: str) -> bool:

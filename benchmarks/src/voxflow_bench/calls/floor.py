@@ -20,7 +20,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from voxflow import ChunkingConfig, Engine, Normalizer, Strategy, VoiceSettings, segment_text
+from voxflow import (
+    ChunkingConfig,
+    Engine,
+    Normalizer,
+    Strategy,
+    TextLanguage,
+    VoiceSettings,
+    segment_text,
+    text_rules_of,
+)
 from voxflow_bench.corpus import Reply
 
 __all__ = ["EngineFloor", "corpus_sentences", "measure_floor"]
@@ -73,13 +82,16 @@ class EngineFloor:
         }
 
 
-def corpus_sentences(replies: Sequence[Reply], normalizer: Normalizer | None = None) -> list[str]:
-    """Every sentence of ``replies``, in order, as the engine is given it (normalized)."""
-    normalizer = normalizer or Normalizer()
+def corpus_sentences(
+    replies: Sequence[Reply], language: TextLanguage = TextLanguage.ENGLISH
+) -> list[str]:
+    """Every sentence of ``replies``, in order, as the engine is given it (normalized), read
+    by ``language``'s rules as a voice of it reads them."""
+    normalizer = Normalizer(language=language)
     spoken = (
         normalizer.normalize(segment.text).text.strip()
         for reply in replies
-        for segment in segment_text(reply.text, _SENTENCES)
+        for segment in segment_text(reply.text, _SENTENCES, language)
     )
     return [text for text in spoken if text]
 
@@ -92,7 +104,7 @@ def measure_floor(
 ) -> EngineFloor:
     """Render every sentence of ``replies`` whole with ``voice`` on this thread (blocking).
     ``progress(done, of)`` is called every 10 sentences."""
-    sentences = corpus_sentences(replies)
+    sentences = corpus_sentences(replies, text_rules_of(engine.voice_info(voice).language))
     if not sentences:
         raise ValueError("the corpus has no sentence to render")
     settings = VoiceSettings()
