@@ -24,6 +24,7 @@ from cartesia import Cartesia
 from elevenlabs.client import ElevenLabs
 from openai import OpenAI
 
+from tests.support.cartesia_sdk import S16_24K, sdk_connection
 from tests.support.serve_process import serve_process
 from tests.support.servers import free_port
 from tests.support.wyoming_messages import AudioChunk, Synthesize, SynthesizeVoice
@@ -180,3 +181,30 @@ def test_openai_speech_with_a_japanese_voice(base_url: str) -> None:
         ).content
     _assert_speech(audio)
     assert _streams(base_url, "openai") == 1
+
+
+def test_cartesia_websocket_streams_japanese_tokens_with_word_timestamps(base_url: str) -> None:
+    """LLM tokens of one to three characters over the SDK's WebSocket, as an agent streams
+    them: speech, and word timestamps of the written words, in order."""
+    text = "かしこまりました。明日の午後三時にお伺いします。"
+    tokens = [text[i : i + 2] for i in range(0, len(text), 2)]
+    with sdk_connection(base_url) as connection:
+        ctx = connection.context(
+            model_id="sonic-3",
+            voice={"mode": "id", "id": ALPHA},
+            output_format=S16_24K,
+            language="ja",
+            add_timestamps=True,
+            timeout=TIMEOUT_S,
+        )
+        for token in tokens:
+            ctx.push(token)
+        ctx.no_more_inputs()
+        events = list(ctx.receive())
+    assert events[-1].type == "done", events[-1]
+    audio = b"".join(e.audio or b"" for e in events if e.type == "chunk")
+    assert len(audio) / 2 / RATE > 2.0
+    words = [w for e in events if e.type == "timestamps" for w in e.word_timestamps.words]
+    starts = [s for e in events if e.type == "timestamps" for s in e.word_timestamps.start]
+    assert "".join(words) in (text, text.replace("。", ""))
+    assert "明日" in words and starts == sorted(starts)
