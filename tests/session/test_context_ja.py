@@ -6,10 +6,10 @@ makes from its text are looked at."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
+from tests.support.language_voices import fake_voice
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.session.context import Context
@@ -23,23 +23,10 @@ from voxflow.text.language import TextLanguage
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import Normalizer
 
-
-def _voice(name: str, language: str, engine: str) -> VoiceInfo:
-    return VoiceInfo(
-        name=name,
-        language=language,
-        sample_rate=24000,
-        source="test",
-        model_path=Path(f"{name}.onnx"),
-        config_path=Path(f"{name}.json"),
-        engine=engine,
-    )
-
-
-ALPHA = _voice("kokoro:jf_alpha", "ja_JP", "kokoro")  # Kokoro: the rest of a lead on its own
-HANA = _voice("hana", "ja_JP", "piper")  # a lead's sentence is rendered again whole
-HEART = _voice("kokoro:af_heart", "en_US", "kokoro")
-ODD = _voice("odd", "", "piper")  # a locale that names no language
+ALPHA = fake_voice("kokoro:jf_alpha", "ja_JP", "kokoro")  # Kokoro: the rest of a lead on its own
+HANA = fake_voice("hana", "ja_JP", "piper")  # a lead's sentence is rendered again whole
+HEART = fake_voice("kokoro:af_heart", "en_US", "kokoro")
+ODD = fake_voice("odd", "", "piper")  # a locale that names no language
 VOICES = {voice.name: voice for voice in (ALPHA, HANA, HEART, ODD)}
 
 REPLY = (

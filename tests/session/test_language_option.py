@@ -4,10 +4,9 @@ voice, which never speaks a stream of another language."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.support.language_voices import fake_voice
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.session.admission import Admission, AdmissionSettings
 from voxflow.session.errors import SessionError
@@ -20,24 +19,11 @@ from voxflow.session.options import (
 )
 from voxflow.session.session import Session
 
-
-def _voice(name: str, language: str, engine: str = "piper") -> VoiceInfo:
-    return VoiceInfo(
-        name=name,
-        language=language,
-        sample_rate=24000,
-        source="test",
-        model_path=Path(f"{name}.onnx"),
-        config_path=Path(f"{name}.onnx.json"),
-        engine=engine,
-    )
-
-
-HEART = _voice("kokoro:af_heart", "en_US", "kokoro")
-GEORGE = _voice("kokoro:bm_george", "en_GB", "kokoro")
-ALPHA = _voice("kokoro:jf_alpha", "ja_JP", "kokoro")
-JOE = _voice("joe", "en_US")
-ODD = _voice("odd", "")  # a voice whose locale is no language code
+HEART = fake_voice("kokoro:af_heart", "en_US", "kokoro")
+GEORGE = fake_voice("kokoro:bm_george", "en_GB", "kokoro")
+ALPHA = fake_voice("kokoro:jf_alpha", "ja_JP", "kokoro")
+JOE = fake_voice("joe", "en_US", "piper")
+ODD = fake_voice("odd", "", "piper")  # a voice whose locale is no language code
 VOICES = {v.name: v for v in (HEART, GEORGE, ALPHA, JOE, ODD)}
 
 

@@ -12,23 +12,32 @@ from voxflow.connection.protocol_context import ProtocolContext
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.session.session import Session
 
-__all__ = ["ALPHA", "HEART", "language_context", "language_session", "lookup", "voices"]
+__all__ = [
+    "ALPHA",
+    "HEART",
+    "fake_voice",
+    "language_context",
+    "language_session",
+    "lookup",
+    "voices",
+]
 
 
-def _kokoro(name: str, language: str) -> VoiceInfo:
+def fake_voice(name: str, language: str, engine: str) -> VoiceInfo:
+    """A voice as the registry describes one, with no model behind it."""
     return VoiceInfo(
         name=name,
         language=language,
         sample_rate=24000,
         source="test",
-        model_path=Path("kokoro.onnx"),
-        config_path=Path(f"{name}.npz"),
-        engine="kokoro",
+        model_path=Path(f"{name}.onnx"),
+        config_path=Path(f"{name}.json"),
+        engine=engine,
     )
 
 
-ALPHA = _kokoro("kokoro:jf_alpha", "ja_JP")
-HEART = _kokoro("kokoro:af_heart", "en_US")
+ALPHA = fake_voice("kokoro:jf_alpha", "ja_JP", "kokoro")
+HEART = fake_voice("kokoro:af_heart", "en_US", "kokoro")
 
 
 def voices() -> Sequence[VoiceInfo]:

@@ -66,6 +66,7 @@ __all__ = [
     "BoundaryRules",
     "BoundaryScanner",
     "find_boundaries",
+    "terminator_span",
 ]
 
 LOOKBEHIND = 64
@@ -306,13 +307,23 @@ def _classify(text: str, start: int, end: int) -> BoundaryKind:
     return kind
 
 
-def _punctuation_kind(text: str, floor: int, pos: int, following: str) -> BoundaryKind:
+def terminator_span(
+    text: str, floor: int, pos: int, terminators: frozenset[str], closers: frozenset[str]
+) -> tuple[int, int]:
+    """``(run, closed)``: the run of ``terminators`` that ends at ``closed``, itself followed up
+    to ``pos`` by ``closers`` (closing quotes and brackets), not reading before ``floor``;
+    ``run == closed`` when no terminator stands there."""
     closed = pos
-    while closed > floor and text[closed - 1] in _CLOSERS:
+    while closed > floor and text[closed - 1] in closers:
         closed -= 1
     run = closed
-    while run > floor and text[run - 1] in _TERMINATORS:
+    while run > floor and text[run - 1] in terminators:
         run -= 1
+    return run, closed
+
+
+def _punctuation_kind(text: str, floor: int, pos: int, following: str) -> BoundaryKind:
+    run, closed = terminator_span(text, floor, pos, _TERMINATORS, _CLOSERS)
     if run < closed:
         terminator = text[run:closed]
         quoted = closed < pos

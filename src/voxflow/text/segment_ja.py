@@ -55,7 +55,13 @@ closing brackets and quotes ``」』）”`` and the like, which belong to the s
 
 from __future__ import annotations
 
-from voxflow.text.segment import LOOKBEHIND, Boundary, BoundaryKind, BoundaryRules
+from voxflow.text.segment import (
+    LOOKBEHIND,
+    Boundary,
+    BoundaryKind,
+    BoundaryRules,
+    terminator_span,
+)
 
 __all__ = ["JAPANESE_BOUNDARIES", "is_hiragana", "is_kanji", "is_katakana"]
 
@@ -182,12 +188,7 @@ def _punctuation_kind(
 ) -> BoundaryKind | None:
     """The boundary punctuation before ``pos`` makes, with ``following`` the next non-space
     character (directly at ``pos`` unless ``gap``); None when the punctuation makes none."""
-    closed = pos
-    while closed > floor and text[closed - 1] in _CLOSERS:
-        closed -= 1
-    run = closed
-    while run > floor and text[run - 1] in _TERMINATORS:
-        run -= 1
+    run, closed = terminator_span(text, floor, pos, _TERMINATORS, _CLOSERS)
     if run < closed:
         if not gap and (following in _TERMINATORS or following in _CLOSERS):
             return None  # the terminator (or its closing brackets) goes on
