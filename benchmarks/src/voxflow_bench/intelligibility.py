@@ -3,8 +3,9 @@
 The recogniser is Whisper base (OpenAI's weights, MIT) on CTranslate2 through faster-whisper,
 int8 on the CPU, loaded from a local model directory that ``voxflow_bench.whisper_model``
 assembles once from the two packages of the ``intelligibility`` extra: nothing is downloaded.
-It transcribes in English (``language="en"``), greedily (``temperature=0``, ``BEAM_SIZE`` 1),
-each rendering whole, with no voice activity filter that could drop speech.
+It transcribes in the voice's language (``language="en"`` for an English voice, ``"ja"`` for a
+Japanese one: ``language_of`` its locale as the registry lists it), greedily (``temperature=0``,
+``BEAM_SIZE`` 1), each rendering whole, with no voice activity filter that could drop speech.
 
 Each text is spoken through ``LocalSpeaker``, the server's own path, once per rendering
 (``RENDERINGS``), each on its own speaker on the one engine, with the same settings (seed 1),
@@ -29,11 +30,20 @@ and comes out at 16 kHz, resampled by the server's resampler as a client asking 
 - *word1*: one word a segment (``voxflow say --chunking word --schedule 1``), each word rendered
   on its own: the known-bad anchor, what a recogniser makes of speech cut at every word.
 
-Each transcript is scored against the text by word error rate, after both are put in the same
-spoken words (``spoken_words``): the server's own normaliser (``voxflow.Normalizer``) writes
-numbers, money, dates and times out ("$86.40" and "86 dollars and 40 cents" both become
-"eighty-six dollars and forty cents"), then case, punctuation and hyphens go and apostrophes
-are made straight.
+Each transcript is scored against the text in its language (``Scoring``):
+
+- English by word error rate, after both are put in the same spoken words (``spoken_words``):
+  the server's own normaliser (``voxflow.Normalizer``) writes numbers, money, dates and times
+  out ("$86.40" and "86 dollars and 40 cents" both become "eighty-six dollars and forty
+  cents"), then case, punctuation and hyphens go and apostrophes are made straight.
+- Japanese by character error rate on kana readings (``voxflow_bench.kana``): both texts as
+  the katakana of what is said (pyopenjtalk's reading, so that 3,000円, 三千円 and さんぜんえん
+  compare equal), punctuation and vowel length dropped; errors per kana of the reference.
+
+A Japanese voice's text goes every path as it is written: the session reads it by the voice's
+locale (Japanese sentence, clause and word boundaries, so that word chunking cuts it at its
+phrases; the Japanese normaliser). Only its LLM tokens differ: one to three characters
+(``tokens.japanese_tokens``), as Japanese has no spaces to carry a word.
 """
 
 from __future__ import annotations
@@ -61,8 +71,9 @@ from voxflow import (
     Strategy,
     VoiceSettings,
 )
-from voxflow_bench import whisper_model
+from voxflow_bench import kana, whisper_model
 from voxflow_bench.corpus import Reply
+from voxflow_bench.edit_distance import edit_distance
 from voxflow_bench.prosody.render import reference_speaker, streamed_speaker
 from voxflow_bench.tokens import llm_tokens, paced
 
@@ -71,16 +82,19 @@ __all__ = [
     "RECOGNISER_FORMAT",
     "RENDERINGS",
     "RENDERING_HELP",
+    "SCORINGS",
     "SENTENCES",
     "SETTINGS",
     "SMALLEST_WINDOWS",
     "Heard",
     "IntelligibilityReport",
+    "Scoring",
     "SentenceResult",
     "Speakers",
     "Transcriber",
     "compare",
     "compare_replies",
+    "language_of",
     "scored",
     "spoken_words",
     "word_error_rate",
@@ -156,20 +170,8 @@ def spoken_words(text: str) -> list[str]:
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     """Word-level edit distance (substitutions + deletions + insertions) and the number of
     reference words, both texts as ``spoken_words``."""
-    ref, hyp = spoken_words(reference), spoken_words(hypothesis)
-    previous = list(range(len(hyp) + 1))
-    for i, ref_word in enumerate(ref, start=1):
-        current = [i]
-        for j, hyp_word in enumerate(hyp, start=1):
-            current.append(
-                min(
-                    previous[j] + 1,  # deletion
-                    current[j - 1] + 1,  # insertion
-                    previous[j - 1] + (ref_word != hyp_word),  # substitution or match
-                )
-            )
-        previous = current
-    return previous[-1], len(ref)
+    ref = spoken_words(reference)
+    return edit_distance(ref, spoken_words(hypothesis)), len(ref)
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:
@@ -180,11 +182,43 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     return errors / words
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """How transcripts of one language are scored: the rate's name (``metric``), what it counts
+    (``unit``, per reference unit), and ``errors`` (edit distance against the reference, and
+    the reference's units)."""
+
+    language: str  # Whisper's language code
+    metric: str  # "WER", "CER"
+    unit: str  # "words", "kana"
+    errors: Callable[[str, str], tuple[int, int]]
+
+
+SCORINGS: Mapping[str, Scoring] = {
+    "en": Scoring("en", "WER", "words", word_errors),
+    "ja": Scoring("ja", "CER", "kana", kana.kana_errors),
+}
+
+
+def language_of(locale: str) -> str:
+    """The language of a voice's locale (``VoiceInfo.language``, as ``voxflow voices`` lists it:
+    ``en_US``, ``ja_JP``), as Whisper and ``SCORINGS`` name it; ``ValueError`` for a language
+    the bench cannot score."""
+    language = locale.replace("-", "_").split("_")[0].strip().lower()
+    if language not in SCORINGS:
+        spoken = ", ".join(SCORINGS)
+        raise ValueError(
+            f"bench-intelligibility scores {spoken}, not a voice of {locale or 'no language'}"
+        )
+    return language
+
+
 class Transcriber:
     """Whisper base through faster-whisper: CTranslate2, int8, on the CPU, from the local model
     directory (``whisper_model.model_dir``, assembled from the installed packages on first use).
 
-    ``transcribe`` decodes with ``temperature=0`` (no sampling fallback), ``language="en"``,
+    ``transcribe`` decodes with ``temperature=0`` (no sampling fallback), the language it is
+    told (not detected: a misdetection would score a language's speech as another's),
     ``beam_size`` (``BEAM_SIZE``), no voice activity filter, and no conditioning on an earlier
     text: a transcript depends on its audio alone. Calls from several threads take turns.
     """
@@ -214,11 +248,12 @@ class Transcriber:
             f"{version('ctranslate2')}, int8, beam {self.beam_size})"
         )
 
-    def transcribe(self, audio: npt.NDArray[np.float32]) -> str:
-        """The recognised text of mono float ``audio`` at 16 kHz (as Whisper writes it)."""
+    def transcribe(self, audio: npt.NDArray[np.float32], language: str = "en") -> str:
+        """The recognised text of mono float ``audio`` at 16 kHz in ``language`` (Whisper's
+        code: ``en``, ``ja``), as Whisper writes it."""
         segments, _info = self._model.transcribe(
             np.ascontiguousarray(audio, dtype=np.float32),
-            language="en",
+            language=language,
             task="transcribe",
             beam_size=self.beam_size,
             temperature=0.0,
@@ -226,7 +261,10 @@ class Transcriber:
             condition_on_previous_text=False,
             without_timestamps=True,
         )
-        return " ".join(str(segment.text).strip() for segment in segments).strip()
+        # Japanese is written without spaces: a space between Whisper's segments would be
+        # dropped by the scoring anyway, and is not written into the transcript.
+        joiner = "" if language == "ja" else " "
+        return joiner.join(str(segment.text).strip() for segment in segments).strip()
 
 
 # Windows of at most 32 frames: 16, then 32 each for Piper (see the module docstring).
@@ -252,9 +290,17 @@ def rendering_speaker(engine: Engine, voice: str, rendering: str) -> LocalSpeake
 
 
 class Speakers:
-    """One ``LocalSpeaker`` a rendering (``rendering_speaker``), all on one engine."""
+    """One ``LocalSpeaker`` a rendering (``rendering_speaker``), all on one engine, for a voice
+    of ``language`` (``SCORINGS``)."""
 
-    def __init__(self, engine: Engine, voice: str, renderings: Sequence[str] = RENDERINGS) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        voice: str,
+        renderings: Sequence[str] = RENDERINGS,
+        language: str = "en",
+    ) -> None:
+        self.language = language
         self._speakers: dict[str, LocalSpeaker] = {}
         try:
             for rendering in renderings:
@@ -285,24 +331,27 @@ class Speakers:
         heard = {}
         for rendering, speaker in self._speakers.items():
             said = paced(llm_tokens(text), token_rate) if rendering == "tokens" else text
-            heard[rendering] = transcriber.transcribe(speaker.say(said, options).audio)
+            heard[rendering] = transcriber.transcribe(
+                speaker.say(said, options).audio, self.language
+            )
         return heard
 
 
 @dataclass(frozen=True)
 class Heard:
     text: str  # what the recogniser wrote
-    errors: int  # word errors against the reference
+    errors: int  # errors against the reference, in its language's units (words, kana)
 
 
 @dataclass(frozen=True)
 class SentenceResult:
     reference: str
-    words: int  # the reference's spoken words
+    units: int  # the reference's units: spoken words (English), kana (Japanese)
     heard: Mapping[str, Heard]  # by rendering
 
-    def wer(self, rendering: str) -> float:
-        return self.heard[rendering].errors / max(1, self.words)
+    def rate(self, rendering: str) -> float:
+        """The rendering's errors per reference unit (WER, CER)."""
+        return self.heard[rendering].errors / max(1, self.units)
 
 
 @dataclass(frozen=True)
@@ -312,30 +361,41 @@ class IntelligibilityReport:
     renderings: tuple[str, ...]
     sentences: tuple[SentenceResult, ...]
     token_rate: float = 50.0
+    language: str = "en"  # a key of SCORINGS: what the units and the rate are
 
     @property
-    def words(self) -> int:
-        return sum(s.words for s in self.sentences)
+    def scoring(self) -> Scoring:
+        return SCORINGS[self.language]
+
+    @property
+    def units(self) -> int:
+        return sum(s.units for s in self.sentences)
 
     def errors(self, rendering: str) -> int:
         return sum(s.heard[rendering].errors for s in self.sentences)
 
-    def wer(self, rendering: str) -> float:
-        """Total errors over total reference words (not a mean of per-sentence rates)."""
-        return self.errors(rendering) / max(1, self.words)
+    def rate(self, rendering: str) -> float:
+        """Total errors over total reference units (not a mean of per-sentence rates): the
+        word error rate of English, the kana character error rate of Japanese."""
+        return self.errors(rendering) / max(1, self.units)
 
     def as_dict(self) -> dict[str, object]:
+        """As JSON: the rate under its metric's name (``wer``, ``cer``) and the reference's
+        size under its unit's (``words``, ``kana``)."""
+        metric, unit = self.scoring.metric.lower(), self.scoring.unit
         return {
             "voice": self.voice,
+            "language": self.language,
             "recogniser": self.recogniser,
             "token_rate": self.token_rate,
-            "words": self.words,
-            "wer": {r: round(self.wer(r), 4) for r in self.renderings},
+            "metric": metric,
+            unit: self.units,
+            metric: {r: round(self.rate(r), 4) for r in self.renderings},
             "errors": {r: self.errors(r) for r in self.renderings},
             "sentences": [
                 {
                     "reference": s.reference,
-                    "words": s.words,
+                    unit: s.units,
                     "heard": {r: s.heard[r].text for r in self.renderings},
                     "errors": {r: s.heard[r].errors for r in self.renderings},
                 }
@@ -344,13 +404,14 @@ class IntelligibilityReport:
         }
 
     def format(self) -> str:
-        """The WER of each rendering, then each misheard text with the renderings misheard."""
+        """The rate of each rendering, then each misheard text with the renderings misheard."""
+        metric, unit = self.scoring.metric, self.scoring.unit
         lines = [
-            f"{self.voice}: {len(self.sentences)} texts, {self.words} words; {self.recogniser}",
-            f"  {'rendering':<10} {'WER':>6} {'errors':>7}",
+            f"{self.voice}: {len(self.sentences)} texts, {self.units} {unit}; {self.recogniser}",
+            f"  {'rendering':<10} {metric:>6} {'errors':>7}",
         ]
         lines += [
-            f"  {r:<10} {self.wer(r):>6.3f} {self.errors(r):>7}  {RENDERING_HELP.get(r, '')}"
+            f"  {r:<10} {self.rate(r):>6.3f} {self.errors(r):>7}  {RENDERING_HELP.get(r, '')}"
             for r in self.renderings
         ]
         misheard = [s for s in self.sentences if any(h.errors for h in s.heard.values())]
@@ -365,15 +426,19 @@ class IntelligibilityReport:
         return "\n".join(lines)
 
 
-def scored(voice: str, reference: str, heard: Mapping[str, str]) -> SentenceResult:
-    """Each rendering's transcript of ``reference`` scored against it (and logged)."""
+def scored(
+    voice: str, reference: str, heard: Mapping[str, str], language: str = "en"
+) -> SentenceResult:
+    """Each rendering's transcript of ``reference`` scored against it in ``language`` (a key of
+    ``SCORINGS``), and logged."""
+    errors_of = SCORINGS[language].errors
     results = {}
-    words = len(spoken_words(reference))
+    units = errors_of(reference, "")[1]
     for rendering, text in heard.items():
-        errors, _ = word_errors(reference, text)
+        errors, _ = errors_of(reference, text)
         results[rendering] = Heard(text, errors)
     log.info("%s: %r -> %r", voice, reference, heard)
-    return SentenceResult(reference, words, results)
+    return SentenceResult(reference, units, results)
 
 
 def compare(
@@ -385,17 +450,24 @@ def compare(
     settings: VoiceSettings = SETTINGS,
     token_rate: float = 50.0,
     progress: Callable[[int], None] = lambda _index: None,
+    language: str = "en",
 ) -> IntelligibilityReport:
-    """Each of ``texts`` spoken in each of ``renderings``, transcribed and scored
-    (``progress`` is told the index of each text as it starts)."""
+    """Each of ``texts`` spoken in each of ``renderings``, transcribed and scored in
+    ``language``, the voice's (``language_of``; ``progress`` is told the index of each text
+    as it starts)."""
+    if language not in SCORINGS:
+        spoken = ", ".join(SCORINGS)
+        raise ValueError(f"not a language the bench scores: {language!r} (one of {spoken})")
     results = []
-    with Speakers(engine, voice, renderings) as speakers:
+    with Speakers(engine, voice, renderings, language) as speakers:
         for index, text in enumerate(texts):
             progress(index)
             heard = speakers.heard(transcriber, text, settings, token_rate)
-            results.append(scored(voice, text, heard))
+            # Scored once the speakers are done with the text: a Japanese reading runs
+            # pyopenjtalk, which the engine's phonemizer also calls (kana's docstring).
+            results.append(scored(voice, text, heard, language))
     return IntelligibilityReport(
-        voice, transcriber.description, tuple(renderings), tuple(results), token_rate
+        voice, transcriber.description, tuple(renderings), tuple(results), token_rate, language
     )
 
 
@@ -407,6 +479,7 @@ def compare_replies(
     renderings: Sequence[str] = RENDERINGS,
     token_rate: float = 50.0,
     progress: Callable[[str], None] = lambda _name: None,
+    language: str = "en",
 ) -> IntelligibilityReport:
     """``compare`` on agent replies (``progress`` is told each reply's name)."""
     return compare(
@@ -417,4 +490,5 @@ def compare_replies(
         renderings,
         token_rate=token_rate,
         progress=lambda index: progress(replies[index].name),
+        language=language,
     )

@@ -26,7 +26,9 @@ from voxflow_bench.tokens import llm_tokens
 
 __all__ = ["CallPattern", "CallScript", "TokenAt", "TurnPlan", "snap"]
 
-_PAUSE_AFTER = (".", "!", "?", ",", ";", ":")
+# Where an LLM pauses mid-reply: after a sentence or clause mark, Japanese ones too (a Japanese
+# reply, replies-ja.tsv, has no ASCII marks to pause after).
+_PAUSE_AFTER = (".", "!", "?", ",", ";", ":", "。", "、", "？", "！")
 
 
 @dataclass(frozen=True)
