@@ -46,7 +46,7 @@ $(VENV)/.installed-bench: pyproject.toml benchmarks/pyproject.toml | $(BIN)/pyth
 install-bench: $(VENV)/.installed-bench
 
 # The Kokoro engine's voices: the 28 English ones (af_, am_, bf_, bm_) of npm's kokoro-js, with
-# its licence (Apache-2.0), into $(KOKORO_DIR). Each is checked against $(KOKORO_SUMS) (committed)
+# its licence (Apache-2.0), and the 5 Japanese ones (below), into $(KOKORO_DIR). Each is checked against $(KOKORO_SUMS) (committed)
 # and the licence against its digest. A run first removes what an earlier one installed, puts the
 # files together and checks them in a temporary directory next to $(KOKORO_DIR), and moves that
 # into place only when all match: a failed or interrupted fetch leaves nothing installed. The

@@ -13,7 +13,7 @@ The mean serves any pack, but each pack's own prior keeps its streams nearer its
 log-mel distance 3.2 dB against 3.6 for the mean, over six packs and four sentences
 (docs/kokoro.md).
 
-The file (``prior.npz``, next to this module, 1.8 MB) holds each layer's channel count and,
+The file (``prior.npz``, next to this module, 2.2 MB) holds each layer's channel count and,
 per pack, its digest, name, means and variances: float16 (5e-4 relative error, far below the
 spread between utterances), and variances rather than mean squares, which would lose a small
 variance to rounding. ``python -m voxflow.engines.kokoro.calibrate`` writes it again.
