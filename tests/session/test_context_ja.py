@@ -1,5 +1,5 @@
 """A context of a Japanese voice reads its text as Japanese: the voice's locale picks the text
-language (``voxflow.session.options.voice_text_language``), and with it the buffer's boundaries
+language (``voxflow.text.language.text_rules_of``), and with it the buffer's boundaries
 and leads and the normalizer's number readings. Nothing is rendered: only the requests a context
 makes from its text are looked at."""
 
@@ -13,13 +13,8 @@ from tests.support.language_voices import fake_voice
 from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.session.context import Context
-from voxflow.session.options import (
-    SessionConfig,
-    StartOptions,
-    context_options,
-    voice_text_language,
-)
-from voxflow.text.language import TextLanguage
+from voxflow.session.options import SessionConfig, StartOptions, context_options
+from voxflow.text.language import TextLanguage, text_rules_of
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import Normalizer
 
@@ -75,7 +70,7 @@ def _streamed(context: Context, text: str, seed: int) -> list[SegmentRequest]:
     ],
 )
 def test_the_voice_locale_picks_the_text_language(voice: VoiceInfo, language: TextLanguage) -> None:
-    assert voice_text_language(voice) is language
+    assert text_rules_of(voice.language) is language
     options = context_options(CONFIG, StartOptions(voice=voice.name), lookup)
     assert options.language is language
     assert options.normalizer.language is language

@@ -118,17 +118,18 @@ class VoiceRegistry:
             return f"a blend mixes packs of one language: {spoken}"
         with self._lock:
             missing = [pack for pack in locales if pack not in self._packs]
-        for pack in missing:
-            locale = locales[pack]
-            assert locale is not None
-            reading = reading_of(text_language_of(locale))
-            if not reading.available():
-                return (
-                    f"{pack} is a {reading.language.name.title()} voice, and its phonemizer is "
-                    f"not installed: {reading.install}"
-                )
-            return f"{pack} is not installed: make kokoro-voices installs Kokoro's voices"
-        return ""
+        if not missing:
+            return ""
+        pack = missing[0]
+        locale = locales[pack]
+        assert locale is not None  # a pack of no language was answered above
+        reading = reading_of(text_language_of(locale))
+        if not reading.available():
+            return (
+                f"{pack} is a {reading.language.name.title()} voice, and its phonemizer is "
+                f"not installed: {reading.install}"
+            )
+        return f"{pack} is not installed: make kokoro-voices installs Kokoro's voices"
 
     def _lookup(self, name: str) -> VoiceInfo | None:
         with self._lock:

@@ -35,6 +35,7 @@ from voxflow.session.load_limit import LoadLimit, LoadLimitSettings
 from voxflow.session.options import SessionConfig, StartOptions
 from voxflow.session.session import Session
 from voxflow.text.chunking import ChunkingConfig
+from voxflow.text.language import text_rules_of
 from voxflow.text.lexicon_file import read_lexicon_file
 from voxflow.text.normalize.normalizer import Normalizer
 
@@ -313,6 +314,7 @@ def _kokoro_voices_to_load(registry: VoiceRegistry, default_voice: str) -> list[
     if default.engine != "kokoro":
         names = [v.name for v in kokoro]
         default = registry.get(KOKORO_VOICE if KOKORO_VOICE in names else names[0])
-    first_of_language = {v.language: v.name for v in reversed(kokoro)}
-    first_of_language.pop(default.language, None)
+    # By text language, which picks the phonemizer (en_GB is English: nothing more to load).
+    first_of_language = {text_rules_of(v.language): v.name for v in reversed(kokoro)}
+    first_of_language.pop(text_rules_of(default.language), None)
     return [default.name, *sorted(first_of_language.values())]

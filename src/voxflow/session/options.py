@@ -33,7 +33,7 @@ from voxflow.session.context import (
 )
 from voxflow.session.errors import SessionError
 from voxflow.text.chunking import ChunkingConfig, every_sentence
-from voxflow.text.language import TextLanguage, locale_matches, parse_locale, text_rules_of
+from voxflow.text.language import locale_matches, parse_locale, text_rules_of
 from voxflow.text.lexicon import Lexicon
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalizer
 from voxflow.text.ssml import SSML, SsmlDialect
@@ -59,7 +59,6 @@ __all__ = [
     "shown",
     "text_format",
     "voice_settings",
-    "voice_text_language",
 ]
 
 VoiceLookup = Callable[[str], VoiceInfo]
@@ -170,11 +169,7 @@ def check_language(voice: VoiceInfo, language: str | None) -> None:
             "invalid_language",
             f"language {shown(language)} is not a language code (write ja, en, en-US or en_GB)",
         ) from None
-    try:
-        speaks = locale_matches(language, voice.language)
-    except ValueError:
-        speaks = False  # a voice whose locale is no language code speaks no language we know
-    if not speaks:
+    if not locale_matches(language, voice.language):
         # A language code is short and plain (``parse_locale`` took it): shown as written.
         raise SessionError(
             "unsupported_language",
@@ -364,7 +359,7 @@ def context_options(
             chunking = every_sentence(chunking)
     except ValueError as error:
         raise SessionError("invalid_message", str(error)) from error
-    language = voice_text_language(voice)
+    language = text_rules_of(voice.language)
     return ContextOptions(
         voice=voice.name,
         output_format=fmt,
@@ -384,13 +379,6 @@ def context_options(
         volume=check_volume(options.volume),
         sentence_pause_ms=check_pause(options.sentence_pause_ms),
     )
-
-
-def voice_text_language(voice: VoiceInfo) -> TextLanguage:
-    """The language whose text rules (boundaries, spoken costs, normalisation) a voice's text
-    is read by: its locale's; English for a voice whose locale names no language voxflow
-    speaks (a German Piper voice is read as it always was)."""
-    return text_rules_of(voice.language)
 
 
 def text_format(raw: object) -> SsmlDialect | None:

@@ -146,9 +146,9 @@ class TextBuffer:
         self._config = config
         self._takeovers = takeovers
         self._language = language
+        self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._schedule = self._written(config)
         self._max_chars = written_chars(config.max_chars, language)
-        self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._leads = config.leads
         self._scanner = BoundaryScanner(_BOUNDARIES[language])
         # Confirmed boundaries after the last cut, in order.
@@ -176,8 +176,9 @@ class TextBuffer:
         return self._config
 
     def _written(self, config: ChunkingConfig) -> tuple[int, ...]:
-        """The schedule's minimums in the language's characters (word counts stay counts)."""
-        if config.strategy is Strategy.WORD and not config.auto_mode:
+        """The schedule's minimums in the language's characters (word counts stay counts);
+        after ``_counts_words`` is set for ``config``."""
+        if self._counts_words:
             return config.effective_schedule
         return tuple(written_chars(m, self._language) for m in config.effective_schedule)
 
@@ -191,9 +192,9 @@ class TextBuffer:
         if self.has_content:
             raise ValueError("the buffer holds text: cut it before changing how it cuts")
         self._config = config
+        self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._schedule = self._written(config)
         self._max_chars = written_chars(config.max_chars, self._language)
-        self._counts_words = config.strategy is Strategy.WORD and not config.auto_mode
         self._leads = config.leads
         self._restart_search()
 

@@ -58,9 +58,13 @@ def text_rules_of(locale: str) -> TextLanguage:
 def locale_matches(requested: str, voice_locale: str) -> bool:
     """Whether a request for ``requested`` may be spoken by a voice of ``voice_locale``:
     the same language, and the same region when both name one (``en`` and ``en-GB`` match
-    ``en_GB``; ``en-US`` does not). ``ValueError`` when ``requested`` is not a language code."""
+    ``en_GB``; ``en-US`` does not). A voice whose locale is no language code speaks nothing a
+    request can name; ``ValueError`` when ``requested`` is not a language code."""
     language, region = parse_locale(requested)
-    voice_language, voice_region = parse_locale(voice_locale)
+    try:
+        voice_language, voice_region = parse_locale(voice_locale)
+    except ValueError:
+        return False
     if language != voice_language:
         return False
     return region is None or voice_region is None or region == voice_region

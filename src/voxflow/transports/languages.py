@@ -27,6 +27,10 @@ class SpokenLanguage:
     code: str  # ISO 639-1: "ja"
     name: str  # in English: "Japanese"
 
+    def listed(self) -> dict[str, str]:
+        """As a model list shows it: ``{"language_id": "ja", "name": "Japanese"}``."""
+        return {"language_id": self.code, "name": self.name}
+
 
 def spoken_languages(voices: Iterable[VoiceInfo]) -> tuple[SpokenLanguage, ...]:
     """The languages of ``voices``, each once, in the order of its first voice there; a voice

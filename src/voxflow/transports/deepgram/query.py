@@ -111,7 +111,7 @@ def _voice_for_language(
 ) -> VoiceInfo:
     """The default voice if it speaks ``language``, else the first voice that does."""
     for candidate in (default, *context.voices()):
-        if _speaks(candidate, language):
+        if locale_matches(language, candidate.language):
             return candidate
     spoken = sorted({v.language for v in context.voices() if v.language})
     raise SessionError(
@@ -199,10 +199,3 @@ def _number(query: Mapping[str, str], name: str) -> float | None:
     if _DECIMAL.fullmatch(raw) is None:
         raise SessionError("invalid_voice_settings", f"{name} must be a number, got {shown(raw)}")
     return float(raw)
-
-
-def _speaks(voice: VoiceInfo, language: str) -> bool:
-    try:
-        return locale_matches(language, voice.language)
-    except ValueError:  # a voice whose locale is no language code
-        return False

@@ -42,7 +42,7 @@ def from_elevenlabs(headers: Mapping[str, str]) -> bool:
 def model_list(languages: Sequence[SpokenLanguage], max_chars: int) -> list[dict[str, Any]]:
     """``GET /v1/models`` in ElevenLabs' shape: each model with ``languages``;
     ``max_chars`` is the longest text one request may hold."""
-    listed = [{"language_id": language.code, "name": language.name} for language in languages]
+    listed = [language.listed() for language in languages]
     return [
         {
             "model_id": model_id,

@@ -36,7 +36,7 @@ def _model(name: str, languages: Sequence[SpokenLanguage]) -> dict[str, Any]:
         "object": "model",
         "created": CREATED,
         "owned_by": "voxflow",
-        "languages": [{"language_id": lang.code, "name": lang.name} for lang in languages],
+        "languages": [language.listed() for language in languages],
     }
 
 

@@ -154,7 +154,7 @@ def _voice_for_language(context: ProtocolContext, language: str) -> VoiceInfo:
         if _locale(candidate) == wanted:
             return candidate
     for candidate in candidates:
-        if _locale(candidate) is not None and locale_matches(language, candidate.language):
+        if locale_matches(language, candidate.language):
             return candidate
     languages = sorted({v.language for v in voices if v.language})
     raise SessionError(
