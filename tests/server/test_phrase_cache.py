@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-import numpy as np
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
@@ -23,22 +22,6 @@ from voxflow.engines.router import EngineRouter
 
 PHRASE = "One moment, let me check that for you."
 ServerFactory = Callable[..., contextlib.AbstractContextManager[str]]
-
-
-def _rendering_difference(one: bytes, other: bytes) -> str:
-    """How two answers differ: "" when they are one rendering, equal but for a last bit here
-    and there (a hit's windows are cut where the listener's timing puts them, and the
-    resampler's sums round differently on a chunk of another length; a fresh rendering, new
-    noise, differs by far more), else what differs, for the assertion's message."""
-    if len(one) != len(other) or len(one) % 2:
-        return f"lengths {len(one)} and {len(other)}"
-    a = np.frombuffer(one, dtype="<i2").astype(np.int32)
-    b = np.frombuffer(other, dtype="<i2").astype(np.int32)
-    diff = np.abs(a - b)
-    if diff.max(initial=0) <= 1:
-        return ""
-    where = np.flatnonzero(diff > 1)
-    return f"{where.size} samples differ by 2 to {diff.max()}, from sample {where[0]} of {a.size}"
 
 
 def _speech(client: httpx.Client, url: str, text: str = PHRASE) -> bytes:
@@ -69,11 +52,15 @@ def test_a_prefetched_phrase_is_heard_from_the_cache(server_factory: ServerFacto
         body = answer.json()
         assert body["segments"] >= 1
         assert all(r["status"] == "rendered" for r in body["results"])
-        # No seed: a fresh rendering draws new noise each time; hits are the one prefetched.
+        misses = _metric(client, url, "voxflow_cache_misses_total")  # the prefetch's own
         first, second = _speech(client, url), _speech(client, url)
         assert len(first) > 24000
-        assert _rendering_difference(first, second) == ""
+        # Every engine request of both answers was a hit: nothing rendered afresh. (Not the
+        # same bytes: the lead hands over to its sentence at a word the scheduler picks as the
+        # hits arrive, which a busy machine moves by a word.)
+        assert _metric(client, url, "voxflow_cache_misses_total") == misses
         assert _metric(client, url, "voxflow_cache_hits_total", 'tier="memory"') >= 2
+        assert abs(len(first) - len(second)) < 0.1 * len(first)
         assert _metric(client, url, "voxflow_cache_ttfa_seconds_count", 'result="hit"') == 2
         assert _metric(client, url, "voxflow_cache_hit_ratio") > 0
         # Prefetching it again finds it.
@@ -195,9 +182,13 @@ def test_a_phrase_rendered_on_one_replica_is_a_redis_hit_on_the_other(
             time.sleep(0.02)
         heard_one = _speech(client, one)
         heard_other = _speech(client, other)
-        assert _rendering_difference(heard_other, heard_one) == ""  # not a fresh draw
+        # The other replica rendered nothing afresh: every engine request was a Redis hit.
+        # (Not the same bytes as the first replica's: where the lead hands over is timing.)
+        assert _metric(client, other, "voxflow_cache_misses_total") == 0
         assert _metric(client, other, "voxflow_cache_hits_total", 'tier="shared"') >= 1
-        assert _rendering_difference(_speech(client, other), heard_one) == ""
+        assert abs(len(heard_other) - len(heard_one)) < 0.1 * len(heard_one)
+        _speech(client, other)
+        assert _metric(client, other, "voxflow_cache_misses_total") == 0
         assert _metric(client, other, "voxflow_cache_hits_total", 'tier="memory"') >= 1
 
 
@@ -210,7 +201,10 @@ def test_redis_stopped_mid_run_costs_no_request_and_comes_back(
         redis.stop()
         for n in range(3):  # each a miss in Redis: rendered, never an error
             assert len(_speech(client, url, f"Order number {n} is on its way.")) > 0
-        assert _rendering_difference(_speech(client, url), _speech(client, url)) == ""  # memory
+        misses = _metric(client, url, "voxflow_cache_misses_total")
+        for _ in range(2):
+            _speech(client, url)
+        assert _metric(client, url, "voxflow_cache_misses_total") == misses  # from memory
         assert _metric(client, url, "voxflow_cache_shared_up") == 0
         assert _metric(client, url, "voxflow_cache_shared_errors_total") >= 1
         assert client.get(f"{url}/readyz").status_code == 200
