@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from voxflow.session.pieces import split_spoken, spoken_offset, switch_points
+from voxflow.text.language import TextLanguage
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
 
 
@@ -104,3 +105,17 @@ def test_switch_points_pair_the_same_written_words(lead: str, whole: str) -> Non
 def test_switch_points_need_the_whole_to_start_with_the_lead() -> None:
     with pytest.raises(ValueError, match="start with"):
         switch_points(Normalized.identity("one two"), Normalized.identity("three four"))
+
+
+def test_japanese_switch_points_fall_at_each_phrase_of_the_lead() -> None:
+    """Japanese has no spaces: without its phrase ends, a takeover could only come after the
+    lead's last word, which the lead alone says with a phrase-final fall."""
+    normalizer = Normalizer(language=TextLanguage.JAPANESE)
+    lead = normalizer.normalize("ご注文はホットコーヒーの", NormalizationMode.AUTO)
+    whole = normalizer.normalize(
+        "ご注文はホットコーヒーのMサイズが2つで、合計1,280円です。", NormalizationMode.AUTO
+    )
+    points = switch_points(lead, whole, TextLanguage.JAPANESE)
+    assert [whole.text[w:][:4] for _, w in points] == ["ご注文は", "ホットコ", "Mサイズ"]
+    assert points[1] == (4, 4) and points[-1] == (len(lead.text), len(lead.text))
+    assert switch_points(lead, whole) == (points[0], points[-1])  # read as English: no spaces

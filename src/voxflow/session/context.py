@@ -392,7 +392,7 @@ class Context:
         spoken = len(whole.text.rstrip())
         if spoken > self._piece_chars(self.options.max_piece_chars):
             return None  # too long to render whole: the rest is rendered on its own
-        points = switch_points(piece.text.normalized, whole)
+        points = switch_points(piece.text.normalized, whole, self.options.language)
         piece.taken_over = True
         whole_piece = _Piece(
             PieceText(start, whole, 0, spoken, segment.boundary),

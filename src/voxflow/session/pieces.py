@@ -15,15 +15,15 @@ Pure functions and value objects; ``voxflow.session.context`` keeps the state.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from voxflow.text.boundaries import word_starts
 from voxflow.text.chunking import SegmentEnd
+from voxflow.text.language import TextLanguage
 from voxflow.text.normalize.normalizer import Normalized
 
 __all__ = ["PieceText", "split_spoken", "spoken_offset", "switch_points"]
 
-_WORD_START = re.compile(r"(?:^|(?<=\s))\S")
 _BREAK_AFTER = frozenset(",;:.!?")
 # Japanese is written without spaces: a long spoken form is cut after its punctuation instead.
 _JAPANESE_BREAKS = frozenset("、。！？，；：")
@@ -109,11 +109,14 @@ def spoken_offset(normalized: Normalized, source_pos: int) -> int:
     return len(normalized.text)
 
 
-def switch_points(lead: Normalized, whole: Normalized) -> tuple[tuple[int, int], ...]:
+def switch_points(
+    lead: Normalized, whole: Normalized, language: TextLanguage = TextLanguage.ENGLISH
+) -> tuple[tuple[int, int], ...]:
     """Where a rendering of ``whole`` may take over from a rendering of ``lead``.
 
     ``whole.source`` starts with ``lead.source``. A point pairs the spoken offsets, in ``lead``
-    and in ``whole``, of the start of one written word of the lead; it is kept only where both
+    and in ``whole``, of the start of one written word of the lead (``word_starts``: for
+    Japanese, each phrase of it, as the text has no spaces); it is kept only where both
     spoken forms agree on everything before it (normalization reads a few tokens in context, so
     the lead's last words may be spoken differently from the same words inside the sentence).
     The lead's start ``(0, 0)`` comes first and its end last: after the lead's last word, the
@@ -122,11 +125,9 @@ def switch_points(lead: Normalized, whole: Normalized) -> tuple[tuple[int, int],
     if not whole.source.startswith(lead.source):
         raise ValueError("the whole text must start with the lead's text")
     points = [(0, 0)]
-    for match in _WORD_START.finditer(lead.source):
-        if match.start() == 0:
-            continue
-        in_lead = spoken_offset(lead, match.start())
-        in_whole = spoken_offset(whole, match.start())
+    for start in word_starts(lead.source, language):
+        in_lead = spoken_offset(lead, start)
+        in_whole = spoken_offset(whole, start)
         if lead.text[:in_lead].rstrip() == whole.text[:in_whole].rstrip() and in_lead > 0:
             points.append((in_lead, in_whole))
     after = _skip_space(whole.source, len(lead.source))

@@ -93,6 +93,7 @@ import bisect
 import time
 from dataclasses import dataclass
 
+from voxflow.text.boundaries import boundary_rules
 from voxflow.text.chunking import (
     ChunkingConfig,
     Segment,
@@ -101,21 +102,10 @@ from voxflow.text.chunking import (
 )
 from voxflow.text.language import TextLanguage
 from voxflow.text.phrases import ends_phrase, spoken_cost, starts_phrase, written_chars
-from voxflow.text.segment import (
-    ENGLISH_BOUNDARIES,
-    Boundary,
-    BoundaryKind,
-    BoundaryRules,
-    BoundaryScanner,
-)
-from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
+from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner
 
 __all__ = ["TextBuffer", "segment_text"]
 
-_BOUNDARIES: dict[TextLanguage, BoundaryRules] = {
-    TextLanguage.ENGLISH: ENGLISH_BOUNDARIES,
-    TextLanguage.JAPANESE: JAPANESE_BOUNDARIES,
-}
 # What a text that ``cut`` ends without a sentence end may end with to end at a clause.
 _CLAUSE_ENDS: dict[TextLanguage, frozenset[str]] = {
     TextLanguage.ENGLISH: frozenset(",;:—–"),
@@ -150,7 +140,7 @@ class TextBuffer:
         self._schedule = self._written(config)
         self._max_chars = written_chars(config.max_chars, language)
         self._leads = config.leads
-        self._scanner = BoundaryScanner(_BOUNDARIES[language])
+        self._scanner = BoundaryScanner(boundary_rules(language))
         # Confirmed boundaries after the last cut, in order.
         self._pending: list[Boundary] = []
         self._cut = 0  # everything before this stream offset has been emitted or skipped

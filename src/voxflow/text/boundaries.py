@@ -1,0 +1,39 @@
+"""Each text language's boundary rules, and the written words they find.
+
+English words are separated by whitespace; Japanese is written without spaces, and its rules
+(``voxflow.text.segment_ja``) also find where a phrase (bunsetsu) ends from the script. A word
+start is the first character after any boundary, of whatever kind: the places where a stream
+may be cut, or one rendering of a sentence may hand over to another (``voxflow.session.pieces``).
+"""
+
+from __future__ import annotations
+
+from voxflow.text.language import TextLanguage
+from voxflow.text.segment import ENGLISH_BOUNDARIES, BoundaryRules, find_boundaries
+from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
+
+__all__ = ["boundary_rules", "word_starts"]
+
+_RULES: dict[TextLanguage, BoundaryRules] = {
+    TextLanguage.ENGLISH: ENGLISH_BOUNDARIES,
+    TextLanguage.JAPANESE: JAPANESE_BOUNDARIES,
+}
+
+
+def boundary_rules(language: TextLanguage) -> BoundaryRules:
+    """The rules that find ``language``'s sentence, clause and word boundaries."""
+    return _RULES[language]
+
+
+def word_starts(text: str, language: TextLanguage) -> list[int]:
+    """Where each written word of the complete ``text`` starts after its first, in increasing
+    order: the first non-space character after each boundary (for English, after each
+    whitespace run; for Japanese, also after each phrase end and clause mark)."""
+    starts: list[int] = []
+    for boundary in find_boundaries(text, final=False, rules=_RULES[language]):
+        start = boundary.pos
+        while start < len(text) and text[start].isspace():
+            start += 1
+        if start < len(text) and (not starts or start > starts[-1]):
+            starts.append(start)
+    return starts
