@@ -11,7 +11,6 @@ from tests.support.scheduler_sinks import Recorder
 from tests.support.wrapped_engine import WrappedEngine
 from voxflow.engines.base import FloatArray, Utterance, VoiceSettings
 from voxflow.engines.piper import PiperEngine
-from voxflow.runtime.handover import LEAD_IN_FRAMES
 from voxflow.runtime.jobs import Drained, Failed, Prepared, Rendered, SegmentRequest
 from voxflow.runtime.scheduler import Scheduler
 from voxflow.runtime.scheduler_settings import SchedulerSettings
@@ -55,7 +54,7 @@ def test_segments_come_out_in_order_and_match_the_whole_render(
         whole = engine.render(utterance, 0, utterance.num_frames)
         # Rendering starts a few frames before the first word: the silence before is skipped.
         start = windows[0].start_frame
-        assert start == max(0, utterance.words[0].start_frame - LEAD_IN_FRAMES)
+        assert start == max(0, utterance.words[0].start_frame - utterance.onset_frames)
         whole = whole[start * utterance.samples_per_frame :]
         assert np.linalg.norm(streamed - whole) / np.linalg.norm(whole) < 1e-3
 

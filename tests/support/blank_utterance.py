@@ -21,4 +21,5 @@ def blank_utterance(frames: int) -> Utterance:
         phonemes=(),
         phoneme_frames=np.zeros(0, dtype=np.int64),
         words=(),
+        onset_frames=3,
     )

@@ -33,5 +33,6 @@ def flat_phrase(frames: int, value: float = 0.1, hop: int = 256) -> CachedPhrase
         phonemes=(),
         phoneme_frames=np.zeros(0, dtype=np.int64),
         words=(),
+        onset_frames=3,
     )
     return CachedPhrase(utterance, 0, np.full(frames * hop, value, dtype=np.float32))

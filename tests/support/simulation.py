@@ -117,6 +117,7 @@ class SimEngine:
             phonemes=(),
             phoneme_frames=np.zeros(0, dtype=np.int64),
             words=tuple(words),
+            onset_frames=3,
         )
 
     def render(self, utterance: Utterance, start: int, end: int) -> FloatArray:

@@ -104,6 +104,11 @@ class Utterance:
     # A per-utterance input of the engine's acoustic stage besides the frames (Kokoro's style
     # vector); None for Piper.
     conditioning: FloatArray | None = field(default=None, repr=False)
+    # Frames before its first word's first frame at which its speech may already begin: the
+    # engine's decoder spreads a phoneme's onset (a stop's voicing, a breath) back over its
+    # neighbours. A rendering that starts later than that cuts the first sound and fades in
+    # on it (``voxflow.runtime.handover.lead_in``).
+    onset_frames: int = field(kw_only=True)
 
     @property
     def num_frames(self) -> int:

@@ -50,6 +50,10 @@ from voxflow.engines.registry import VoiceRegistry
 from voxflow.engines.sessions import ByThreads, cpu_session, shrinking_run_options
 from voxflow.engines.split_cache import SplitCache, cached_cut
 
+# Speech may begin up to this many frames (35 ms) before the first word's first frame (a stress
+# mark, a breath): the silence before it (25 to 80 ms on the bundled voice) is not rendered.
+ONSET_FRAMES = 3
+
 log = logging.getLogger(__name__)
 
 _BOS, _EOS, _PAD = "^", "$", "_"
@@ -213,6 +217,7 @@ class PiperEngine:
                 phoneme_frames=np.zeros(0, dtype=np.int64),
                 words=(),
                 speaker_id=speaker,
+                onset_frames=ONSET_FRAMES,
             )
 
         noise_scale = config.noise_scale if settings.noise_scale is None else settings.noise_scale
@@ -259,6 +264,7 @@ class PiperEngine:
             phoneme_frames=phoneme_frames,
             words=words,
             speaker_id=speaker,
+            onset_frames=ONSET_FRAMES,
         )
 
     def render(

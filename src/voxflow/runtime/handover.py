@@ -15,19 +15,16 @@ from dataclasses import dataclass
 
 from voxflow.engines.base import Utterance
 
-__all__ = ["LEAD_IN_FRAMES", "Switch", "choose_switch", "frame_at", "lead_in"]
-
-# Frames rendered before an utterance's first word: the silence before it (25 to 80 ms on the
-# bundled voice) is trimmed by the seam joiner anyway, but speech can start up to two frames
-# before the word's first frame (a stress mark, a breath).
-LEAD_IN_FRAMES = 3
+__all__ = ["Switch", "choose_switch", "frame_at", "lead_in"]
 
 
 def lead_in(utterance: Utterance) -> int:
-    """Where rendering an utterance from its start begins: just before its first word."""
+    """Where rendering an utterance from its start begins: where its speech may begin, its
+    engine's ``onset_frames`` before its first word. The silence before that is not rendered;
+    what is rendered of it the seam joiner trims."""
     if not utterance.words:
         return 0
-    return max(0, utterance.words[0].start_frame - LEAD_IN_FRAMES)
+    return max(0, utterance.words[0].start_frame - utterance.onset_frames)
 
 
 @dataclass(frozen=True)

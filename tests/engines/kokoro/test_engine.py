@@ -33,6 +33,7 @@ from voxflow.engines.kokoro.voices import default_voices_dir, load_pack, pack_di
 from voxflow.engines.phonemize import Phonemizer
 from voxflow.engines.piper import TextTooLongError
 from voxflow.engines.registry import VoiceRegistry
+from voxflow.runtime.handover import lead_in
 from voxflow.runtime.windows import WindowPolicy
 from voxflow.text.language import TextLanguage
 
@@ -225,6 +226,35 @@ def test_a_text_past_510_ids_is_too_long(kokoro: KokoroEngine) -> None:
     with pytest.raises(TextTooLongError) as raised:
         kokoro.prepare(text, HEART, VoiceSettings())
     assert raised.value.limit == 510 and raised.value.ids > 510
+
+
+def _loudest_db(audio: Audio) -> float:
+    """The loudest 5 ms block of ``audio``, in dBFS (mean square)."""
+    blocks = audio[: len(audio) // 120 * 120].reshape(-1, 120)
+    return float(10 * np.log10(np.max(np.mean(blocks * blocks, axis=1), initial=1e-12)))
+
+
+@pytest.mark.parametrize(
+    ("voice", "text", "early"),
+    [
+        ("kokoro:jm_kumo", "ご注文はホットコーヒーの", False),  # a stop's voicing comes first
+        ("kokoro:am_michael", "Sure, I can help.", True),  # a fricative, long before its word
+        (HEART, "Great, it is on its way.", True),  # a voiced stop
+    ],
+)
+def test_a_rendering_from_the_lead_in_keeps_the_first_sound(
+    kokoro: KokoroEngine, voice: str, text: str, early: bool
+) -> None:
+    """What comes before ``lead_in`` is silence (under -45 dBFS; speech peaks near -15), read
+    off the utterance's predicted energy. ``early``: a sound starts more than three frames
+    before its first word (Piper's lead-in, which a Kokoro stream had)."""
+    utterance = kokoro.prepare(text, voice, VoiceSettings())
+    first_word = utterance.words[0].start_frame
+    audio = kokoro.render(utterance, 0, first_word + 2)
+    start = lead_in(utterance) * SAMPLES_PER_FRAME
+    assert 3 < utterance.onset_frames < first_word
+    assert _loudest_db(audio[:start]) < -45
+    assert (_loudest_db(audio[: (first_word - 3) * SAMPLES_PER_FRAME]) > -40) == early
 
 
 def test_a_kokoro_voice_has_one_speaker(kokoro: KokoroEngine) -> None:

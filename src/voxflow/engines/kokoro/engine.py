@@ -77,6 +77,16 @@ log = logging.getLogger(__name__)
 ASR_CHANNELS = 512
 F0_ROW = ASR_CHANNELS
 ENERGY_ROW = ASR_CHANNELS + 1
+# Where an utterance's speech begins, read off its predicted energy (``onset_frames``): the
+# first frame of the rise into its first word above this share of the way from the leading
+# silence's level to the word's, less the frames the decoder spreads a sound back over. The
+# word's first frame is late for a start (the leading pad's frames carry the onset of a
+# fricative or a stop's voicing: 3 to 12 frames before it, 125 ms and more), and a rendering
+# cut inside that onset loses it (ご heard as こ).
+ONSET_RISE = 0.4
+ONSET_SPREAD_FRAMES = 2
+# Never closer to the first word than this (Piper's lead-in).
+MIN_ONSET_FRAMES = 3
 _BOS, _EOS = "^", "$"
 
 
@@ -363,6 +373,7 @@ class KokoroEngine:
                 phoneme_frames=np.zeros(0, dtype=np.int64),
                 words=(),
                 conditioning=voice.pack[0],
+                onset_frames=0,
             )
         style = voice.pack[min(len(tokens.ids), PACK_ROWS) - 1]
         asr, f0, energy, durations = model.stages(threads).prosody.run(
@@ -404,6 +415,7 @@ class KokoroEngine:
             phoneme_frames=phoneme_frames,
             words=words,
             conditioning=style,
+            onset_frames=_onset_frames(energy[0], words[0].start_frame if words else 0),
         )
 
     def render(
@@ -446,6 +458,19 @@ class KokoroEngine:
                 )
                 self._running[utterance] = running
             return running
+
+
+def _onset_frames(energy: FloatArray, first_word: int) -> int:
+    """Frames before ``first_word`` at which speech begins, by the predicted ``energy`` curve
+    (its frames, the decoder's; see ``ONSET_RISE``)."""
+    if first_word <= MIN_ONSET_FRAMES or first_word >= len(energy):
+        return min(first_word, MIN_ONSET_FRAMES)
+    floor = float(np.median(energy[: first_word // 2]))
+    level = floor + ONSET_RISE * (float(energy[first_word]) - floor)
+    start = first_word
+    while start > 0 and energy[start - 1] > level:
+        start -= 1
+    return max(MIN_ONSET_FRAMES, first_word - start + ONSET_SPREAD_FRAMES)
 
 
 def _style(utterance: Utterance) -> FloatArray:

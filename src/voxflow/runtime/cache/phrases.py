@@ -36,8 +36,8 @@ __all__ = [
     "phrase_key",
 ]
 
-KEY_VERSION = 1  # bump when the key's fields or the audio an engine makes for them change
-_WIRE_VERSION = 1
+KEY_VERSION = 2  # bump when the key's fields or the audio an engine makes for them change
+_WIRE_VERSION = 2
 _HEADER = struct.Struct("<BI")  # wire version, JSON header length; then the header, then audio
 
 
@@ -97,6 +97,7 @@ def _without_latents(utterance: Utterance) -> Utterance:
         phoneme_frames=utterance.phoneme_frames,
         words=utterance.words,
         speaker_id=utterance.speaker_id,
+        onset_frames=utterance.onset_frames,
     )
 
 
@@ -158,6 +159,7 @@ def encode_phrase(phrase: CachedPhrase) -> bytes:
         "phoneme_frames": [int(n) for n in u.phoneme_frames],
         "words": [[w.word, w.char_start, w.char_end, w.start_frame, w.end_frame] for w in u.words],
         "speaker_id": u.speaker_id,
+        "onset_frames": u.onset_frames,
     }
     head = json.dumps(header, ensure_ascii=False, allow_nan=False).encode()
     audio = np.ascontiguousarray(phrase.audio, dtype="<f4").tobytes()
@@ -186,6 +188,7 @@ def decode_phrase(data: bytes) -> CachedPhrase:
                 for w, a, b, s, e in header["words"]
             ),
             speaker_id=None if header["speaker_id"] is None else int(header["speaker_id"]),
+            onset_frames=int(header["onset_frames"]),
         )
         return CachedPhrase(utterance, int(header["start_frame"]), audio)
     except PhraseFormatError:
