@@ -157,7 +157,10 @@ unit: install-dev kokoro-voices browser fleet-tools
 	PYTHONDONTWRITEBYTECODE= XDG_CACHE_HOME=$(abspath $(VENV))/cache \
 		$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-test: lint typecheck unit
+# The linters and mypy run beside the unit tests (one core for about 10 s while the tests start),
+# once everything is installed: mypy must not read the venv while pip writes into it.
+test: install-dev kokoro-voices browser fleet-tools
+	@$(MAKE) --no-print-directory -j2 lint typecheck unit
 
 # The reliability figures (docs/reliability.md): `voxflow soak` against a server with the default
 # settings on a free port (load, faults, soak; Wyoming on too, for its slow reader), then against

@@ -1,4 +1,4 @@
-"""The ElevenLabs WebSocket protocol (``stream-input`` and ``multi-stream-input``) against 10,000
+"""The ElevenLabs WebSocket protocol (``stream-input`` and ``multi-stream-input``) against 5,000
 generated frames and generated query strings, driven without a server: the pure
 ``ElevenLabsProtocol`` on a real ``Session`` with the real voice registry. Whatever arrives, no
 exception escapes, every frame sent back is strict JSON in UTF-8, and every error is ElevenLabs'
@@ -169,8 +169,9 @@ def _drive(
         assert connection.closed
 
 
-# 1,000 examples of 10 frames: 10,000 frames, with a generated query string and voice id each.
-@settings(FUZZ, max_examples=1_000)
+# 500 examples of 10 frames: 5,000 frames, with a generated query string and voice id each
+# (the same every run: derandomized).
+@settings(FUZZ, max_examples=500)
 @given(
     voice_id=voice_ids,
     query=queries,

@@ -1,5 +1,5 @@
 """The HTTP bodies of ``POST /v1/audio/speech`` (OpenAI) and ``POST /v1/text-to-speech/{voice_id}``
-(ElevenLabs) against 10,000 generated bodies each, through the code that checks them: the body
+(ElevenLabs) against 5,000 generated bodies each, through the code that checks them: the body
 model (as FastAPI, or the ElevenLabs routes, hand it the body) and the endpoint's ``plan``, which
 checks every option with ``voxflow.session.options``. A body is either accepted, with a clean text
 and finite settings, or refused with a 4xx in the protocol's error shape, strict JSON in UTF-8,
@@ -122,8 +122,8 @@ def _check_elevenlabs(context: ProtocolContext, voice_id: str, fmt: str | None, 
     _assert_clean(plan.text, plan.settings)
 
 
-# 1,000 examples of 10 bodies: 10,000 bodies.
-@settings(FUZZ, max_examples=1_000)
+# 500 examples of 10 bodies: 5,000 bodies (the same every run: derandomized).
+@settings(FUZZ, max_examples=500)
 @given(batch=st.lists(_bodies(OPENAI, "input"), min_size=10, max_size=10))
 def test_openai_bodies_are_accepted_clean_or_refused_in_openai_shape(
     context: ProtocolContext, batch: list[bytes]
@@ -136,8 +136,8 @@ formats = st.one_of(st.sampled_from([None, "pcm_22050", "mp3_44100_128", "wav_1"
 voice_ids = st.one_of(st.sampled_from(["joe", "21m00Tcm4TlvDq8ikWAM"]), names)
 
 
-# 1,000 examples of a voice id, an output format and 10 bodies: 10,000 bodies.
-@settings(FUZZ, max_examples=1_000)
+# 500 examples of a voice id, an output format and 10 bodies: 5,000 bodies.
+@settings(FUZZ, max_examples=500)
 @given(
     voice_id=voice_ids,
     fmt=formats,

@@ -1,4 +1,4 @@
-"""The native protocol (``WS /v1/stream``) against 10,000 generated frames, driven without a server:
+"""The native protocol (``WS /v1/stream``) against 5,000 generated frames, driven without a server:
 the pure ``NativeProtocol`` on a real ``Session`` with the real voice registry. Whatever arrives,
 no exception escapes, every frame sent back is strict JSON in UTF-8, every error has a catalogued
 code, and the connection stays usable."""
@@ -143,8 +143,9 @@ def _drive(registry: VoiceRegistry, batch: list[str | bytes], binary: bool) -> N
         assert any(isinstance(o, SubmitSegment) for o in outputs)
 
 
-# 700 examples of 10 frames, mostly messages, and 300 of 10 junk frames: 10,000 frames.
-@settings(FUZZ, max_examples=700)
+# 350 examples of 10 frames, mostly messages, and 150 of 10 junk frames: 5,000 frames (the
+# same every run: derandomized).
+@settings(FUZZ, max_examples=350)
 @given(
     batch=st.lists(frames, min_size=FRAMES_PER_EXAMPLE, max_size=FRAMES_PER_EXAMPLE),
     binary=st.booleans(),
@@ -155,7 +156,7 @@ def test_native_protocol_survives_any_frames(
     _drive(registry, batch, binary)
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=150)
 @given(batch=st.lists(junk_frames, min_size=FRAMES_PER_EXAMPLE, max_size=FRAMES_PER_EXAMPLE))
 def test_native_protocol_survives_junk(registry: VoiceRegistry, batch: list[str | bytes]) -> None:
     _drive(registry, batch, binary=False)

@@ -1,4 +1,4 @@
-"""The Wyoming protocol against 10,000 generated events, from bytes: each example's events are
+"""The Wyoming protocol against 5,000 generated events, from bytes: each example's events are
 written as a Wyoming byte stream (header lines, data and payload parts, some lengths mutated, some
 lines junk), read back with the server's own framing (``framing.read_event``) and applied to the
 pure ``WyomingProtocol`` on a real ``Session`` with the real voice registry. Whatever arrives, no
@@ -154,8 +154,8 @@ def _pump(session: _Session, protocol: WyomingProtocol) -> None:
     session.ended.clear()
 
 
-# 1,000 examples of 10 events (or junk lines): 10,000 events.
-@settings(FUZZ, max_examples=1_000)
+# 500 examples of 10 events (or junk lines): 5,000 events (the same every run: derandomized).
+@settings(FUZZ, max_examples=500)
 @given(batch=st.lists(wire, min_size=EVENTS_PER_EXAMPLE, max_size=EVENTS_PER_EXAMPLE))
 def test_wyoming_survives_any_events(
     context: ProtocolContext, runner: asyncio.Runner, batch: list[bytes]
