@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from voxflow.text.boundaries import word_starts
+from voxflow.text.boundaries import skip_space, word_starts
 from voxflow.text.chunking import SegmentEnd
 from voxflow.text.language import TextLanguage
 from voxflow.text.normalize.normalizer import Normalized
@@ -65,7 +65,7 @@ def split_spoken(
     first segment is waited for: its first piece's text stage is on the time to first audio).
     """
     ranges: list[tuple[int, int]] = []
-    start = _skip_space(text, 0)
+    start = skip_space(text, 0)
     whole = len(text.rstrip()) - start <= max_chars
     while start < len(text):
         end = len(text.rstrip())
@@ -89,14 +89,8 @@ def split_spoken(
                 ]
                 end = (marked or spaces)[-1]
         ranges.append((start, end))
-        start = _skip_space(text, end)
+        start = skip_space(text, end)
     return ranges
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position].isspace():
-        position += 1
-    return position
 
 
 def spoken_offset(normalized: Normalized, source_pos: int) -> int:
@@ -130,7 +124,7 @@ def switch_points(
         in_whole = spoken_offset(whole, start)
         if lead.text[:in_lead].rstrip() == whole.text[:in_whole].rstrip() and in_lead > 0:
             points.append((in_lead, in_whole))
-    after = _skip_space(whole.source, len(lead.source))
+    after = skip_space(whole.source, len(lead.source))
     end = (len(lead.text), spoken_offset(whole, after))
     # Points must not go backwards (a disagreement can place a whole-offset late).
     points = [p for p in points if p[0] <= end[0] and p[1] <= end[1]]

@@ -12,7 +12,7 @@ from voxflow.text.language import TextLanguage
 from voxflow.text.segment import ENGLISH_BOUNDARIES, BoundaryRules, find_boundaries
 from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
 
-__all__ = ["boundary_rules", "word_starts"]
+__all__ = ["boundary_rules", "skip_space", "word_starts"]
 
 _RULES: dict[TextLanguage, BoundaryRules] = {
     TextLanguage.ENGLISH: ENGLISH_BOUNDARIES,
@@ -29,11 +29,16 @@ def word_starts(text: str, language: TextLanguage) -> list[int]:
     """Where each written word of the complete ``text`` starts after its first, in increasing
     order: the first non-space character after each boundary (for English, after each
     whitespace run; for Japanese, also after each phrase end and clause mark)."""
-    starts: list[int] = []
-    for boundary in find_boundaries(text, final=False, rules=_RULES[language]):
-        start = boundary.pos
-        while start < len(text) and text[start].isspace():
-            start += 1
-        if start < len(text) and (not starts or start > starts[-1]):
-            starts.append(start)
-    return starts
+    # Strictly increasing as the boundaries are: each follows a non-space character.
+    starts = (
+        skip_space(text, boundary.pos)
+        for boundary in find_boundaries(text, final=False, rules=_RULES[language])
+    )
+    return [start for start in starts if start < len(text)]
+
+
+def skip_space(text: str, position: int) -> int:
+    """The first position at or after ``position`` that holds no whitespace (or the end)."""
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
