@@ -14,13 +14,23 @@ from voxflow_bench.tokens import llm_tokens
 
 _PUNCTUATION = (".", "!", "?", ",", ";", ":")
 REPLIES = load_corpus(bundled="calls.tsv")
-# Replies with somewhere for an LLM pause to go (a token ending in punctuation before the last
-# token); the corpus's long comma-less replies and one-word acknowledgements have none.
-PAUSABLE = tuple(
-    r
-    for r in REPLIES
-    if any(token.rstrip().endswith(_PUNCTUATION) for token in llm_tokens(r.text)[:-1])
-)
+
+
+def _ends_a_word_with_punctuation(tokens: list[str], index: int) -> bool:
+    """Token ``index`` ends in punctuation and a space follows it: a clause mark, not the colon
+    of 6:15 or the point of 2.5."""
+    spaced = tokens[index][-1:].isspace() or tokens[index + 1][:1].isspace()
+    return tokens[index].rstrip().endswith(_PUNCTUATION) and spaced
+
+
+# Replies with somewhere for an LLM pause to go (a clause mark before the last token); the
+# corpus's long comma-less replies and one-word acknowledgements have none.
+def _pausable(reply: Reply) -> bool:
+    tokens = llm_tokens(reply.text)
+    return any(_ends_a_word_with_punctuation(tokens, i) for i in range(len(tokens) - 1))
+
+
+PAUSABLE = tuple(r for r in REPLIES if _pausable(r))
 # Float sums of token intervals: a little slack where a bound is exact in real numbers.
 _SLACK_S = 1e-9
 
@@ -117,9 +127,22 @@ def test_a_pause_is_one_long_gap_after_punctuation() -> None:
         # The gap after token i is intervals[i]: exactly one, after the token the plan names.
         assert long_gaps == [plan.pause_after]
         assert intervals[plan.pause_after] >= plan.llm_pause_s + 0.5 / pattern.token_rate - _SLACK_S
-        assert plan.tokens[plan.pause_after].text.rstrip().endswith(_PUNCTUATION)
+        texts = [token.text for token in plan.tokens]
+        assert _ends_a_word_with_punctuation(texts, plan.pause_after)
         assert plan.pause_after < len(plan.tokens) - 1  # never after the last token
     assert paused == 400
+
+
+def test_a_mark_inside_a_word_is_no_place_for_a_pause() -> None:
+    """A time's colon and a number's point are inside a word: an LLM pause there would count
+    its wait as the server's first audio, with only half a number to speak."""
+    replies = (
+        Reply("time", "test", "Your alarm is set for 6:15 tomorrow morning"),
+        Reply("number", "test", "It calls for 2.5 cups of milk"),
+    )
+    assert any(":" in t or "." in t for r in replies for t in llm_tokens(r.text)[:-1])
+    for plan in _turns(CallPattern(llm_pause_share=1.0), replies, 100):
+        assert (plan.llm_pause_s, plan.pause_after) == (0.0, -1)
 
 
 def test_a_reply_without_punctuation_inside_never_pauses() -> None:

@@ -179,5 +179,6 @@ def test_the_calls_bench_plans_japanese_turns() -> None:
         assert "".join(token.text for token in turn.tokens) == turn.text
         if turn.pause_after >= 0:
             paused.append(turn.tokens[turn.pause_after].text)
-    # (":" too: a time's colon, 14:30, as in English replies.)
     assert any(text.endswith(("。", "、", "？")) for text in paused), paused
+    # Never a time's colon (14:30): a mark inside a word is no place for a pause.
+    assert not any(text.endswith(":") for text in paused), paused

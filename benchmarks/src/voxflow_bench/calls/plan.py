@@ -26,9 +26,13 @@ from voxflow_bench.tokens import llm_tokens
 
 __all__ = ["CallPattern", "CallScript", "TokenAt", "TurnPlan", "snap"]
 
-# Where an LLM pauses mid-reply: after a sentence or clause mark, Japanese ones too (a Japanese
-# reply, replies-ja.tsv, has no ASCII marks to pause after).
-_PAUSE_AFTER = (".", "!", "?", ",", ";", ":", "。", "、", "？", "！")
+# Where an LLM pauses mid-reply: after a sentence or clause mark that ends a word, Japanese ones
+# too (a Japanese reply, replies-ja.tsv, has no ASCII marks and no spaces). A mark inside a word,
+# a time's colon (6:15) or an abbreviation's or a number's point (a.m., 2.5), is no place to
+# stop: a pause there would hold the half-written word, and count the LLM's wait as the
+# server's first audio.
+_PAUSE_AFTER = (".", "!", "?", ",", ";", ":")
+_PAUSE_AFTER_UNSPACED = ("。", "、", "？", "！")
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,7 @@ class CallScript:
         pause_after = -1
         pause_s = 0.0
         if rng.random() < p.llm_pause_share:
-            places = [i for i, t in enumerate(pieces[:-1]) if t.rstrip().endswith(_PAUSE_AFTER)]
+            places = [i for i in range(len(pieces) - 1) if _ends_a_clause(pieces, i)]
             if places:
                 pause_after = rng.choice(places)
                 pause_s = rng.uniform(*p.llm_pause_s)
@@ -144,3 +148,13 @@ class CallScript:
         if self._rng.random() < self._pattern.burstiness:
             return snap(ready_s, self._pattern.burst_period_s)
         return ready_s
+
+
+def _ends_a_clause(pieces: Sequence[str], index: int) -> bool:
+    """Whether token ``index`` (not the last) ends with a mark that ends a word."""
+    token = pieces[index].rstrip()
+    if token.endswith(_PAUSE_AFTER_UNSPACED):
+        return True
+    follows = pieces[index + 1]
+    spaced = pieces[index] != token or follows[:1].isspace()
+    return token.endswith(_PAUSE_AFTER) and spaced
