@@ -73,6 +73,20 @@ def test_word_error_rate_needs_reference_words() -> None:
         word_error_rate("", "anything")
 
 
+def test_a_looping_decode_is_told_from_speech() -> None:
+    # What greedy Whisper wrote for a jf_nezumi stream that a beam of 5 heard word for word.
+    assert intelligibility.looped("大きい" * 40)
+    assert intelligibility.looped("the the the the the the the the the the the the the the")
+    # Transcripts of speech, however long, and the empty one of silence.
+    heard = (
+        "お問い合わせ番号で確認いたしましたところ"
+        + "お荷物はすでに最寄りの配送センターに到着しております"
+    )
+    assert not intelligibility.looped(heard)
+    assert not intelligibility.looped(" ".join(SENTENCES))
+    assert not intelligibility.looped("")
+
+
 def test_the_sentences_have_no_digits_and_one_long_clause_without_commas() -> None:
     assert 12 <= len(SENTENCES) <= 16
     assert not any(char.isdigit() for text in SENTENCES for char in text)
