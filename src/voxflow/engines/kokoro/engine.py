@@ -98,10 +98,10 @@ class KokoroSettings:
     # Sessions with this many threads too, for jobs the scheduler runs alone (a stream's first
     # audio): as for Piper. 0 or 1: none.
     wide_threads: int = 2
-    # Frames of context on each side of a window (12.5 ms each). The decoder's convolutions
-    # reach further, but the windows' differences from a whole run come mostly from the
-    # normalisation's blend: 4, 8 and 16 frames understood alike in the intelligibility check
-    # (docs/benchmarks.md, Kokoro), and 4 wastes the least.
+    # Frames of context on each side of a window (12.5 ms each). The decoder's frame-rate
+    # blocks reach about 20 frames each way. English streams were understood alike with 4, 8
+    # and 16; a Japanese one (jm_kumo) lost kana at window edges with 4 that 16 kept, but 16
+    # cost the calls a third more CPU and their gaps (docs/benchmarks.md, Japanese), so 4.
     context_frames: int = 4
     # The weight of the prior statistics in the running blend, in frames (1.9 s of audio): the
     # best of 150, 400 and 1,000 in the intelligibility check (docs/benchmarks.md, Kokoro).
