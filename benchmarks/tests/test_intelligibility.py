@@ -103,11 +103,24 @@ def test_the_sentences_have_no_digits_and_one_long_clause_without_commas() -> No
         ("It opened in 1999.", "It opened in nineteen ninety-nine."),
         ("I\u2019m twenty-five.", "I'm 25"),  # curly apostrophe, hyphen
         ("I have cancelled it, okay?", "I have canceled it. OK."),
+        ("Hum, let me check.", "HUM, let me check."),  # a stressed word in capitals
+        ("It ships by UPS today.", "It ships by U.P.S. today."),
     ],
 )
 def test_spoken_words_compare_numbers_and_spellings_as_heard(written: str, heard: str) -> None:
     assert spoken_words(written) == spoken_words(heard)
     assert word_error_rate(written, heard) == 0
+
+
+def test_letters_said_one_by_one_are_one_word() -> None:
+    assert spoken_words("HUM, let me") == ["hum", "let", "me"]
+    assert spoken_words("your PIN and ID") == ["your", "pin", "and", "id"]
+    assert spoken_words("I saw a bird") == ["i", "saw", "a", "bird"]  # one letter stays a word
+    assert spoken_words("flight UA 12 at 6:05 a.m.") == spoken_words("flight U A-12 at 605 AM")
+    assert word_errors("Hmm, let me check that for you.", "HUM, let me check that for you.") == (
+        1,
+        7,
+    )
 
 
 def test_three_items_is_three_items() -> None:

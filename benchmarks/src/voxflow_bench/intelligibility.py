@@ -35,7 +35,11 @@ Each transcript is scored against the text in its language (``Scoring``):
 - English by word error rate, after both are put in the same spoken words (``spoken_words``):
   the server's own normaliser (``voxflow.Normalizer``) writes numbers, money, dates and times
   out ("$86.40" and "86 dollars and 40 cents" both become "eighty-six dollars and forty
-  cents"), then case, punctuation and hyphens go and apostrophes are made straight.
+  cents"), then case, punctuation and hyphens go and apostrophes are made straight. Letters
+  said one by one are one word: the normaliser spells an all-capital word out, so that
+  Whisper's "HUM" (a stressed "hum") would be three words and "UPS" two more than "U.P.S.";
+  as one word each, "HUM" is "Hum" and "UPS" is "U.P.S.", as "case off" means ("a.m." and
+  "AM" too: the normaliser's letter name "eigh" is the letter a again).
 - Japanese by character error rate on kana readings (``voxflow_bench.kana``): both texts as
   the katakana of what is said (pyopenjtalk's reading, so that 3,000円, 三千円 and さんぜんえん
   compare equal), punctuation and vowel length dropped; errors per kana of the reference.
@@ -161,6 +165,9 @@ _CLOCK_WITH_DOT = re.compile(r"\b(at (?:1[0-2]|0?[1-9]))\.([0-5][0-9])\b(?![.,]?
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 # Spellings Whisper writes either way, counted as one word.
 _SPELLINGS = {"canceled": "cancelled", "apologise": "apologize", "okay": "ok"}
+# The normaliser writes the letter A of a spelled-out code as "eigh" (so that it is not said as
+# the article): a letter again here, as Whisper writes it.
+_LETTER_NAMES = {"eigh": "a"}
 
 
 def spoken_words(text: str) -> list[str]:
@@ -170,7 +177,24 @@ def spoken_words(text: str) -> list[str]:
     text = _CLOCK_WITHOUT_COLON.sub(r"\1:\2\3", text.translate(_APOSTROPHES))
     text = _CLOCK_WITH_DOT.sub(r"\1:\2", text)
     words = _WORD.findall(_NORMALIZER.normalize(text).text.lower())
-    return [_SPELLINGS.get(word, word) for word in words]
+    letters = [_LETTER_NAMES.get(word, word) for word in words]
+    return [_SPELLINGS.get(word, word) for word in _join_letters(letters)]
+
+
+def _join_letters(words: list[str]) -> list[str]:
+    """``words`` with each run of two or more single letters made one word ("u p s": "ups")."""
+    joined: list[str] = []
+    run: list[str] = []
+    for word in [*words, ""]:
+        if len(word) == 1 and word.isalpha():
+            run.append(word)
+            continue
+        if run:
+            joined.extend(["".join(run)] if len(run) > 1 else run)
+            run = []
+        if word:
+            joined.append(word)
+    return joined
 
 
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
