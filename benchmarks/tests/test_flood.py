@@ -21,6 +21,7 @@ from voxflow_bench.flood import (
     FloodOptions,
     FloodReport,
     Knock,
+    Knocker,
     format_flood,
     run_flood,
 )
@@ -108,6 +109,19 @@ def test_frames_go_out_masked_and_come_back_whole() -> None:
 )
 def test_a_refusal_is_told_from_other_answers(message: object, refused: bool) -> None:
     assert flood._refusal(message) is refused
+
+
+def test_the_knocker_s_process_raises_its_error_in_the_asking_one() -> None:
+    knocker = Knocker()
+    try:
+        with pytest.raises(ValueError, match="plain HTTP"):
+            asyncio.run(knocker.flood("https://127.0.0.1:9", FloodOptions()))
+        # Still knocking after an error: a server that is not there fails every connection.
+        options = FloodOptions(connections=2, protocols=("openai",), timeout_s=2.0)
+        knocks = asyncio.run(knocker.flood(f"http://127.0.0.1:{free_port()}", options))
+        assert [k.outcome for k in knocks] == ["failed: ConnectionRefusedError"] * 2
+    finally:
+        knocker.close()
 
 
 def test_the_command_s_flags_reach_the_flood(

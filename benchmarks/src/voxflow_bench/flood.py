@@ -21,7 +21,10 @@ spread over the protocols in turn, each asking for a stream:
 A refusal is timed from the moment its connection is opened (before the TCP connect) to the
 moment the refusal arrives (the status line, or the error frame). The client is a few lines of
 raw HTTP and WebSocket framing on pre-built bytes, so that its own work on a shared machine
-stays small beside the server's. Rounds alternate between *quiet* (the same calls, no flood) and
+stays small beside the server's, and it runs in a process of its own (``Knocker``): a flood
+comes from other clients than the calls', and in the calls' event loop each refusal's time
+would also hold the calls' own work at that instant (the turns opened with the flood send their
+first tokens then). Rounds alternate between *quiet* (the same calls, no flood) and
 *flood*, so that what the admitted calls got is compared under the same drift of the machine:
 the first audio of the turns opened with the flood (from their first token), and the gaps of
 the turns speaking through it.
@@ -34,6 +37,7 @@ import base64
 import contextlib
 import itertools
 import json
+import multiprocessing
 import os
 import struct
 import time
@@ -62,6 +66,7 @@ __all__ = [
     "FloodReport",
     "Gaps",
     "Knock",
+    "Knocker",
     "format_flood",
     "knock",
     "run_flood",
@@ -396,6 +401,52 @@ async def flood(url: str, options: FloodOptions) -> list[Knock]:
     return list(await asyncio.gather(*knocks))
 
 
+class Knocker:
+    """The flood's clients: a process of their own, with its own event loop, that knocks
+    (``flood``) when asked. Close it when done."""
+
+    _JOIN_S = 5.0
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(
+            target=_knock_when_asked, args=(child,), name="flood-knocker", daemon=True
+        )
+        self._process.start()
+        child.close()
+
+    async def flood(self, url: str, options: FloodOptions) -> list[Knock]:
+        """``flood(url, options)``, run in the knocker's process."""
+        self._connection.send((url, options))
+        answer: list[Knock] | BaseException = await asyncio.to_thread(self._connection.recv)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._connection.send(None)
+        self._process.join(self._JOIN_S)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._connection.close()
+        self._process.close()
+
+
+def _knock_when_asked(connection: Any) -> None:
+    """The knocker's process: a flood for each ``(url, options)`` it is sent, until None."""
+    with connection:
+        while (request := connection.recv()) is not None:
+            url, options = request
+            try:
+                answer: list[Knock] | BaseException = asyncio.run(flood(url, options))
+            except Exception as error:  # the asking process raises it
+                answer = error
+            connection.send(answer)
+
+
 # -- the rounds ----------------------------------------------------------------------------------
 
 
@@ -479,15 +530,16 @@ async def run_flood(
     quiet, flooded = _Turns(), _Turns()
     started = time.monotonic()
     turn_ids = itertools.count()
+    knocker = Knocker()
     try:
         # An untimed round: the lines connect and the server warms up.
-        await _round(url, lines, scripts, turn_ids, options, flood_now=False)
+        await _round(url, lines, scripts, turn_ids, knocker, options, flood_now=False)
         for number in range(2 * options.rounds):
             with_flood = number % 2 == 1
             kind = "flood" if with_flood else "quiet"
             progress(f"round {number + 1} of {2 * options.rounds} ({kind})")
             speaking, opening, round_knocks = await _round(
-                url, lines, scripts, turn_ids, options, with_flood
+                url, lines, scripts, turn_ids, knocker, options, with_flood
             )
             into = flooded if with_flood else quiet
             into.speaking.extend(speaking)
@@ -496,6 +548,7 @@ async def run_flood(
             await asyncio.sleep(options.settle_s)
     finally:
         await asyncio.gather(*(line.close() for line in lines), return_exceptions=True)
+        await asyncio.to_thread(knocker.close)
     return FloodReport(
         url,
         options,
@@ -520,6 +573,7 @@ async def _round(
     lines: Sequence[Line],
     scripts: Sequence[CallScript],
     turn_ids: itertools.count[int],
+    knocker: Knocker,
     options: FloodOptions,
     flood_now: bool,
 ) -> tuple[list[TurnResult], list[TurnResult], list[Knock]]:
@@ -540,7 +594,7 @@ async def _round(
     knocks: list[Knock] = []
     if flood_now:
         await latch.done.wait()
-        knocks = await flood(url, options)
+        knocks = await knocker.flood(url, options)
     return list(await asyncio.gather(*speaking)), list(await asyncio.gather(*opening)), knocks
 
 
