@@ -36,10 +36,10 @@ Each transcript is scored against the text in its language (``Scoring``):
   the server's own normaliser (``voxflow.Normalizer``) writes numbers, money, dates and times
   out ("$86.40" and "86 dollars and 40 cents" both become "eighty-six dollars and forty
   cents"), then case, punctuation and hyphens go and apostrophes are made straight. Letters
-  said one by one are one word: the normaliser spells an all-capital word out, so that
-  Whisper's "HUM" (a stressed "hum") would be three words and "UPS" two more than "U.P.S.";
-  as one word each, "HUM" is "Hum" and "UPS" is "U.P.S.", as "case off" means ("a.m." and
-  "AM" too: the normaliser's letter name "eigh" is the letter a again).
+  said one by one are one word, and the normaliser's name for the letter A ("eigh", so that it
+  is not said as the article) is the letter again: the normaliser spells a word in capitals
+  out, so case would count otherwise, as "case off" forbids (Whisper's "HUM", a stressed
+  "Hmm", three words against "Hum"'s one; "U A-1482" against "UA 1482", "AM" against "a.m.").
 - Japanese by character error rate on kana readings (``voxflow_bench.kana``): both texts as
   the katakana of what is said (pyopenjtalk's reading, so that 3,000円, 三千円 and さんぜんえん
   compare equal), punctuation and vowel length dropped; errors per kana of the reference.
@@ -173,7 +173,8 @@ _LETTER_NAMES = {"eigh": "a"}
 def spoken_words(text: str) -> list[str]:
     """``text`` as the words a listener hears: numbers, money, dates and times written out by
     the server's normaliser, then lower case, punctuation and hyphens dropped (apostrophes
-    inside a word kept, curly ones made straight), a few spelling variants made one."""
+    inside a word kept, curly ones made straight), letters said one by one made one word, a few
+    spelling variants made one."""
     text = _CLOCK_WITHOUT_COLON.sub(r"\1:\2\3", text.translate(_APOSTROPHES))
     text = _CLOCK_WITH_DOT.sub(r"\1:\2", text)
     words = _WORD.findall(_NORMALIZER.normalize(text).text.lower())
