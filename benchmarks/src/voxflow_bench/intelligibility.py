@@ -52,6 +52,7 @@ phrases; the Japanese normaliser). Only its LLM tokens differ: one to three char
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -185,16 +186,9 @@ def spoken_words(text: str) -> list[str]:
 def _join_letters(words: list[str]) -> list[str]:
     """``words`` with each run of two or more single letters made one word ("u p s": "ups")."""
     joined: list[str] = []
-    run: list[str] = []
-    for word in [*words, ""]:
-        if len(word) == 1 and word.isalpha():
-            run.append(word)
-            continue
-        if run:
-            joined.extend(["".join(run)] if len(run) > 1 else run)
-            run = []
-        if word:
-            joined.append(word)
+    for letters, group in itertools.groupby(words, key=lambda w: len(w) == 1 and w.isalpha()):
+        run = list(group)
+        joined.extend(["".join(run)] if letters and len(run) > 1 else run)
     return joined
 
 
