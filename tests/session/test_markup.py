@@ -176,6 +176,53 @@ def test_a_break_before_the_first_word_is_silence_first(registry: VoiceRegistry)
     assert word.start_ms == pytest.approx(800.0, abs=30.0)
 
 
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        ('Hello.<break time="1s"/>', "World."),  # the break came before the audio ran out
+        ("Hello.", '<break time="1s"/>World.'),  # it came after
+    ],
+)
+@pytest.mark.parametrize("heard_s", [0.3, 0.7])
+def test_silence_the_listener_heard_counts_towards_a_break(
+    registry: VoiceRegistry, first: str, then: str, heard_s: float
+) -> None:
+    # The text after the break comes only once the listener has played everything: what is
+    # left of the break is put before it, so that the listener hears the whole second.
+    session = _session(registry)
+    session.start("a", StartOptions(markup=SSML), 0.0)
+    session.text("a", first, 0.0)
+    if first.endswith("."):
+        session.flush("a", 0.0)
+    runtime = InstantRuntime(session)
+    before = runtime.serve(0.0)
+    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    later = played_s + heard_s
+    session.text("a", then, later)
+    session.end("a", later)
+    after = runtime.serve(later)
+    [hello] = _words(before)
+    [world] = _words(after)
+    left_ms = 1000.0 - heard_s * 1000.0
+    # Its words are timed on the audio, which starts again at once: the pause in it is what is
+    # left of the break (the margins the joiner keeps round speech aside).
+    assert world.start_ms - played_s * 1000.0 == pytest.approx(left_ms, abs=30.0)
+    assert hello.end_ms < played_s * 1000.0
+
+
+def test_a_break_the_listener_already_heard_in_silence_adds_none(registry: VoiceRegistry) -> None:
+    session = _session(registry)
+    session.start("a", StartOptions(markup=SSML), 0.0)
+    session.text("a", 'Hello.<break time="300ms"/>', 0.0)
+    runtime = InstantRuntime(session)
+    before = runtime.serve(0.0)
+    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    session.text("a", "World.", played_s + 2.0)
+    session.end("a", played_s + 2.0)
+    [world] = _words(runtime.serve(played_s + 2.0))
+    assert world.start_ms - played_s * 1000.0 < 30.0
+
+
 def test_prosody_sets_each_pieces_speed_and_gain(registry: VoiceRegistry) -> None:
     session = _session(registry)
     session.start("a", StartOptions(markup=SSML, volume=0.5), 0.0)

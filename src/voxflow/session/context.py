@@ -231,6 +231,7 @@ class Context:
         self._delivery = Delivery(options.settings.speed, options.volume, options.sentence_pause_ms)
         self._style = Style(1.0, 1.0)  # markup's factors on ``_delivery``
         self._pause_ms: float | None = None  # markup's pause before the next piece
+        self._heard_ms = 0.0  # silence the listener heard in real time before the next piece
         # When it came to owe audio (a piece submitted while it owed none) and when its last
         # audio went out: what each audio's ``quiet_s`` counts from.
         self._owed_since: float | None = None
@@ -249,10 +250,11 @@ class Context:
             if now >= played_until:
                 # The client has played everything: the silence already happened in real time,
                 # so the next segment starts without a pause (as at the stream's start), and
-                # the listener waits for it as for a first segment.
+                # the listener waits for it as for a first segment. A break is the one pause
+                # the text asked for: the silence heard counts towards it, the rest is kept.
                 self.joiner.flush()
                 self._previous_boundary = None
-                self._pause_ms = None
+                self._heard_ms = (now - played_until) * 1000.0
                 self.buffer.restart_turn()
         return self._steps(steps, now)
 
@@ -366,12 +368,19 @@ class Context:
             for number, (start, end) in enumerate(ranges):
                 boundary = segment.boundary if number == len(ranges) - 1 else SegmentEnd.WORD
                 text = PieceText(segment.start, normalized, start, end, boundary)
-                pause, self._pause_ms = self._pause_ms, None
-                piece = _Piece(text, leads, delivery, pause)
+                piece = _Piece(text, leads, delivery, self._take_pause())
                 requests.append(self._request(piece))
                 if leads:
                     self._lead = (requests[-1].tag, piece)
         return requests
+
+    def _take_pause(self) -> float | None:
+        """The markup's pause owed before the next piece, less the silence already heard."""
+        pause, self._pause_ms = self._pause_ms, None
+        heard, self._heard_ms = self._heard_ms, 0.0
+        if pause is None or pause <= heard:
+            return None
+        return pause - heard
 
     def _piece_chars(self, english_chars: int) -> int:
         """A piece length given in English characters, in the context's language's."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import numpy as np
 
 from tests.support.cartesia_sdk import S16_24K, VOICE, sdk_connection
 
@@ -33,6 +34,7 @@ def test_tags_pushed_in_pieces_are_spoken_and_timed_on_the_written_words(
         ctx.no_more_inputs()
         events = list(ctx.receive())
     assert events[-1].type == "done"
+    audio = b"".join(e.audio or b"" for e in events if e.type == "chunk")
     assert "error" not in {e.type for e in events}
     stamps = [e.word_timestamps for e in events if e.type == "timestamps"]
     words = [w for s in stamps for w in s.words]
@@ -41,12 +43,32 @@ def test_tags_pushed_in_pieces_are_spoken_and_timed_on_the_written_words(
     # (The normalizer reads "AT&T" in three parts, as it does in plain text.)
     expected = WRITTEN.replace(".My", ". My").replace("AT&T", "AT & T")
     assert " ".join(words) == " ".join(expected.split())
-    # The break: a second between "Sonic." and "My".
+    # The break: a second of silence between the speech of "Sonic." and of "My", the longest
+    # silence in the audio, and the timestamps put it between those two words.
+    silence_start, silence_end = _longest_silence(audio, S16_24K["sample_rate"])
+    assert 0.97 < silence_end - silence_start < 1.1
     at = words.index("Sonic.")
-    assert 0.9 < starts[at + 1] - ends[at] < 1.4
+    assert starts[at] < silence_start and ends[at] < silence_end
+    assert silence_start < starts[at + 1] and silence_end < ends[at + 1]
     # The spelled code ("eigh B one two") is one word over all its sound: longer than "name".
     code, name = words.index("AB-12."), words.index("name")
     assert ends[code] - starts[code] > 2.5 * (ends[name] - starts[name])
+
+
+def _longest_silence(pcm: bytes, rate: int) -> tuple[float, float]:
+    """The longest run of 5 ms frames below -60 dBFS in 16-bit PCM, as (start, end) seconds."""
+    frame = rate // 200
+    samples = np.frombuffer(pcm, dtype="<i2")[: len(pcm) // 2 // frame * frame]
+    power = np.mean((samples.astype(np.float64) / 32768.0).reshape(-1, frame) ** 2, axis=1)
+    silent = np.append(power < 1e-6, False)
+    best, start = (0, 0), None
+    for index, quiet in enumerate(silent):
+        if quiet and start is None:
+            start = index
+        elif not quiet and start is not None:
+            best = max(best, (start, index), key=lambda run: run[1] - run[0])
+            start = None
+    return best[0] * frame / rate, best[1] * frame / rate
 
 
 def test_tts_bytes_reads_the_tags(server_url: str) -> None:
