@@ -1,7 +1,12 @@
 """Tests for voxflow.engines.integer_convs: each rewritten ``ConvInteger`` computes the very
 integers it did, for every kernel, dilation, padding and zero point a 1-D convolution can have,
 and a node the rewrite does not know is left as it was. (ONNX Runtime runs a ``ConvInteger`` with
-one weight zero point only, so that is all the stock node can be compared on.)"""
+one weight zero point only, so that is all the stock node can be compared on.)
+
+Both rewrites (int8 and uint8 weights) are checked with onnx's reference evaluator (exact on
+every machine) against ONNX Runtime's stock node, and with ONNX Runtime itself: the uint8 one
+everywhere, the int8 one where ``signed_products_exact`` says its uint8-by-int8 product is exact
+on this CPU; whether it is (x86 with VNNI, ARM) or not (AVX2 alone) is the probe's test."""
 
 from __future__ import annotations
 
@@ -12,8 +17,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
-from voxflow.engines.integer_convs import signed_weight_convs
+from voxflow.engines.integer_convs import product_convs, signed_products_exact
 
 IN, OUT = 5, 3
 
@@ -64,10 +70,43 @@ def _run(model: onnx.ModelProto, x: np.ndarray, zero: int) -> np.ndarray:
     return np.asarray(y)
 
 
-def _rewritten(model: onnx.ModelProto) -> onnx.ModelProto:
+def _reference(model: onnx.ModelProto, x: np.ndarray, zero: int) -> np.ndarray:
+    """``model`` run by onnx's reference evaluator: exact integer sums whatever the CPU."""
+    evaluator = ReferenceEvaluator(model)
+    feeds = {"x": x}
+    if any(i.name == "xz" for i in model.graph.input):
+        feeds["xz"] = np.array(zero, dtype=np.uint8)
+    (y,) = evaluator.run(None, feeds)
+    return np.asarray(y)
+
+
+@pytest.fixture(scope="module")
+def exact_here() -> bool:
+    return signed_products_exact()
+
+
+@pytest.fixture(params=[True, False], ids=["int8 weights", "uint8 weights"])
+def signed(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def _same_integers(
+    model: onnx.ModelProto, rewritten: onnx.ModelProto, x: np.ndarray, zero: int, exact: bool
+) -> None:
+    """``rewritten`` computes ``model``'s integers: by the reference evaluator, and by ONNX
+    Runtime if ``exact`` (its kernel for the rewrite's product sums exactly here)."""
+    expected = _run(model, x, zero)
+    got = _reference(rewritten, x, zero)
+    assert got.dtype == np.int32 and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    if exact:
+        np.testing.assert_array_equal(_run(rewritten, x, zero), expected)
+
+
+def _rewritten(model: onnx.ModelProto, signed: bool) -> onnx.ModelProto:
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    assert signed_weight_convs(copy) == 1
+    assert product_convs(copy, signed) == 1
     onnx.checker.check_model(copy)
     return copy
 
@@ -90,29 +129,41 @@ _ZEROS = {
     ],
 )
 def test_a_rewritten_convolution_gives_the_same_integers(
-    taps: int, dilation: int, pads: tuple[int, int], zero: str
+    taps: int, dilation: int, pads: tuple[int, int], zero: str, signed: bool, exact_here: bool
 ) -> None:
     model = _conv_model(taps, dilation, pads, _ZEROS[zero])
-    rewritten = _rewritten(model)
+    rewritten = _rewritten(model, signed)
     assert "ConvInteger" not in {n.op_type for n in rewritten.graph.node}
     weights = [i for i in rewritten.graph.initializer if i.name.endswith("/w")]
-    assert [w.data_type for w in weights] == [TensorProto.INT8]
+    assert [w.data_type for w in weights] == [TensorProto.INT8 if signed else TensorProto.UINT8]
     rng = np.random.default_rng(7)
     reach = dilation * (taps - 1) - sum(pads)
     for batch, frames in itertools.product((1, 2), (reach + 1, reach + 40, reach + 301)):
         x = rng.integers(0, 256, (batch, IN, frames), dtype=np.uint8)
         for input_zero in (0, 97, 255):
-            expected = _run(model, x, input_zero)
-            got = _run(rewritten, x, input_zero)
-            assert got.dtype == np.int32 and got.shape == expected.shape
-            np.testing.assert_array_equal(got, expected)
+            _same_integers(model, rewritten, x, input_zero, exact_here or not signed)
 
 
-def test_a_missing_input_zero_point_pads_with_zero() -> None:
+def test_a_missing_input_zero_point_pads_with_zero(signed: bool, exact_here: bool) -> None:
     model = _conv_model(5, 2, (4, 4), _ZEROS["scalar"], input_zero=False)
-    rewritten = _rewritten(model)
+    rewritten = _rewritten(model, signed)
     x = np.random.default_rng(3).integers(0, 256, (1, IN, 33), dtype=np.uint8)
-    np.testing.assert_array_equal(_run(rewritten, x, 0), _run(model, x, 0))
+    _same_integers(model, rewritten, x, 0, exact_here or not signed)
+
+
+def test_the_probe_says_whether_this_cpu_runs_the_int8_rewrite_exactly(exact_here: bool) -> None:
+    # The largest products, side by side: a kernel that sums pairs into int16 saturates on
+    # them (255 x 127 twice), one that sums in int32 does not. The uint8 rewrite is exact on
+    # both.
+    model = _conv_model(7, 1, (3, 3))
+    weights = np.full((OUT, IN, 7), 255, dtype=np.uint8)
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(weights, "w"))
+    x = np.full((1, IN, 64), 255, dtype=np.uint8)
+    expected = _run(model, x, 0)
+    signed = _rewritten(model, True)
+    np.testing.assert_array_equal(_reference(signed, x, 0), expected)
+    assert np.array_equal(_run(signed, x, 0), expected) == exact_here
+    np.testing.assert_array_equal(_run(_rewritten(model, False), x, 0), expected)
 
 
 def test_the_uint8_weights_are_dropped_and_a_shared_zero_point_kept() -> None:
@@ -120,7 +171,7 @@ def test_the_uint8_weights_are_dropped_and_a_shared_zero_point_kept() -> None:
     # A second reader of the weight zero point that the rewrite does not replace.
     model.graph.node.append(helper.make_node("Identity", ["wz"], ["wz_copy"]))
     model.graph.output.append(helper.make_tensor_value_info("wz_copy", TensorProto.UINT8, []))
-    rewritten = _rewritten(model)
+    rewritten = _rewritten(model, True)
     names = {init.name for init in rewritten.graph.initializer}
     assert "w" not in names and "wz" in names
 
@@ -143,7 +194,7 @@ def test_a_convolution_the_rewrite_does_not_know_is_left_alone(
     del node.attribute[:]
     node.attribute.extend([*kept, attribute])
     before = model.SerializeToString()
-    assert signed_weight_convs(model) == 0
+    assert product_convs(model, True) == 0
     assert model.SerializeToString() == before
 
 
@@ -153,10 +204,10 @@ def test_signed_or_computed_weights_are_left_alone() -> None:
     signed.graph.initializer[0].CopyFrom(numpy_helper.from_array(weights.astype(np.int8), "w"))
     zero = np.array(3, dtype=np.int8)
     signed.graph.initializer[1].CopyFrom(numpy_helper.from_array(zero, "wz"))
-    assert signed_weight_convs(signed) == 0
+    assert product_convs(signed, True) == 0
 
     computed = _conv_model(3, weight_zero=_ZEROS["scalar"])
     weight = computed.graph.initializer[0]
     computed.graph.input.append(helper.make_tensor_value_info("w", TensorProto.UINT8, weight.dims))
     del computed.graph.initializer[0]
-    assert signed_weight_convs(computed) == 0
+    assert product_convs(computed, False) == 0

@@ -88,6 +88,18 @@ def test_a_changed_source_or_cutter_is_cut_again(tmp_path: Path, source: Path) -
     assert len(_files(cache)) == 3
 
 
+def test_each_variant_of_a_cut_is_kept_apart(tmp_path: Path, source: Path) -> None:
+    # A choice the cutter made for this machine (Kokoro's convolutions on int8 weights or not)
+    # names its own file: a cut of the other choice is never read for it.
+    cache = SplitCache(tmp_path / "splits")
+    cutter = Cutter(source)
+    plain = _get(cache, source, cutter)
+    for variant in ("int8 weights", "stock weights", "int8 weights"):
+        assert cache.get(Cut, [source], [split_cache], cutter, variant).value == plain
+    assert cutter.calls == 3
+    assert len(_files(cache)) == 3
+
+
 def _corrupt(path: Path, how: str) -> None:
     data = path.read_bytes()
     if how == "truncated":

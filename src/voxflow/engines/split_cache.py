@@ -104,11 +104,14 @@ class SplitCache:
         sources: Sequence[Path],
         code: Sequence[ModuleType],
         cut: Callable[[], Cut],
+        variant: str = "",
     ) -> CachedCut[Cut]:
         """The cut of ``sources`` by ``code``: read from the cache if there, else ``cut()``
-        (then kept). ``kind``'s fields are its stages (``bytes``) and scalars (int, bool)."""
+        (then kept). ``kind``'s fields are its stages (``bytes``) and scalars (int, bool).
+        ``variant`` names what else the cut depends on (a choice the code made for this
+        machine): each variant is a file of its own."""
         try:
-            path = self.directory / _name(kind, sources, code)
+            path = self.directory / _name(kind, sources, code, variant)
         except OSError:
             # A source that is not there: the cut says so, as without a cache.
             return CachedCut(cut())
@@ -170,15 +173,20 @@ def cached_cut(
     sources: Sequence[Path],
     code: Sequence[ModuleType],
     cut: Callable[[], Cut],
+    variant: str = "",
 ) -> CachedCut[Cut]:
     """``cache.get(...)``; without a cache, ``cut()`` with nowhere to keep it or its stages."""
     if cache is None:
         return CachedCut(cut())
-    return cache.get(kind, sources, code, cut)
+    return cache.get(kind, sources, code, cut, variant)
 
 
-def _name(kind: type[Any], sources: Sequence[Path], code: Sequence[ModuleType]) -> str:
+def _name(
+    kind: type[Any], sources: Sequence[Path], code: Sequence[ModuleType], variant: str = ""
+) -> str:
     digest = hashlib.sha256(MAGIC + onnx.__version__.encode() + kind.__qualname__.encode())
+    if variant:
+        digest.update(b"\0variant\0" + variant.encode())
     for source in sources:
         resolved = source.resolve()
         stat = resolved.stat()

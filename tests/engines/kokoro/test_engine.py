@@ -25,7 +25,7 @@ import onnxruntime as ort
 import pytest
 
 from voxflow.engines.base import Utterance, VoiceSettings
-from voxflow.engines.integer_convs import signed_weight_convs
+from voxflow.engines.integer_convs import product_convs, signed_products_exact
 from voxflow.engines.kokoro import model as kokoro_model
 from voxflow.engines.kokoro.engine import KokoroEngine
 from voxflow.engines.kokoro.phonemes import PAD, kokoro_ids, respelling_for
@@ -323,14 +323,17 @@ def test_a_whole_render_sounds_like_the_original_model(whole: Audio, original_wh
     assert abs(_rms_db(whole) - _rms_db(original_whole)) < 0.5
 
 
-def test_int8_weight_convolutions_render_the_original_model_bit_for_bit(
-    original_whole: Audio, utterance: Utterance
+def test_the_engine_s_convolutions_are_the_original_model_s_arithmetic(
+    kokoro: KokoroEngine, original_whole: Audio, utterance: Utterance
 ) -> None:
-    """The engine's stages run Kokoro's convolutions with signed weights
-    (``voxflow.engines.integer_convs``): on the unsplit model that rewrite alone changes no
-    sample, so the faster graph is the published one's arithmetic."""
+    """The engine's stages run Kokoro's convolutions as integer products
+    (``voxflow.engines.integer_convs``), with int8 weights where this CPU sums uint8 by int8
+    exactly, else with uint8 ones (x86 without VNNI, where the int8 product saturates). On the
+    unsplit model that rewrite alone changes no sample: the faster graph is the published
+    one's arithmetic."""
+    signed = signed_products_exact()
     model = onnx.load_model_from_string(kokoro_model.read_model())
-    assert signed_weight_convs(model) == 84  # of 87: 3 are strided
+    assert product_convs(model, signed) == 84  # of 87: 3 are strided
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
@@ -341,6 +344,15 @@ def test_int8_weight_convolutions_render_the_original_model_bit_for_bit(
     np.testing.assert_array_equal(
         _run_original(rewritten, TEXT, utterance.conditioning), original_whole
     )
+    split = kokoro.model().split
+    nodes = [
+        node
+        for stage in (split.prosody_stage, split.decoder_stage)
+        for node in onnx.load_model_from_string(stage).graph.node
+    ]
+    assert sum(node.op_type == "ConvInteger" for node in nodes) == 3
+    kind = "int8" if signed else "uint8"
+    assert sum(node.name.endswith(f"/{kind}_weights/product") for node in nodes) == 84
 
 
 def test_a_stream_stays_close_to_the_whole_render(kokoro: KokoroEngine, whole: Audio) -> None:

@@ -154,12 +154,19 @@ class _Model:
     def __init__(self, settings: KokoroSettings) -> None:
         # The parts are checked against the model's digest when cut; a part that changes after
         # that changes the cache file's name too.
+        signed = integer_convs.signed_products_exact()
+        if not signed:
+            log.info(
+                "this CPU's uint8-by-int8 integer products saturate (x86 without VNNI): "
+                "Kokoro's convolutions run on uint8 weights, exact but slower"
+            )
         cached = cached_cut(
             settings.split_cache,
             KokoroSplit,
             part_paths(),
             [graph, graph_split, conv2d, integer_convs, sessions],
-            lambda: split_kokoro_model(onnx.load_model_from_string(read_model())),
+            lambda: split_kokoro_model(onnx.load_model_from_string(read_model()), signed),
+            variant="int8 weights" if signed else "uint8 weights",
         )
         split = cached.value
         # The stages' graphs: each thread count's sessions are made from them when first asked.

@@ -35,9 +35,10 @@ tensors the ``/decoder/`` nodes read from the ``/encoder/`` ones, the one ``Sin`
 source, the normalisation pattern ``x - mean(x)``, ``mean((x - mean)^2)``), and anything else is
 refused with a clear error.
 
-Both stages' integer convolutions then run as products with int8 weights
-(``voxflow.engines.integer_convs``): the same integers on ONNX Runtime's faster kernel, a third
-less of the decoder's time.
+Both stages' integer convolutions then run as products (``voxflow.engines.integer_convs``),
+with int8 weights where this CPU sums uint8 by int8 exactly (the caller asks
+``integer_convs.signed_products_exact``), else with uint8 ones: the same integers on ONNX
+Runtime's faster kernels, a third less of the decoder's time with int8 weights.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from voxflow.engines.graph_split import GraphSplitError, _extract
-from voxflow.engines.integer_convs import signed_weight_convs
+from voxflow.engines.integer_convs import product_convs
 
 PROSODY_INPUTS = ("tokens", "style", "speed")
 ASR = "asr"
@@ -89,9 +90,9 @@ class KokoroSplit:
     norm_layers: int  # the decoder's normalisation layers (``norm0_`` ... inputs and outputs)
 
 
-def split_kokoro_model(model: onnx.ModelProto) -> KokoroSplit:
-    """Cut ``model`` into its prosody stage and its streamable decoder, their integer
-    convolutions on int8 weights (module docstring)."""
+def split_kokoro_model(model: onnx.ModelProto, signed_weights: bool) -> KokoroSplit:
+    """Cut ``model`` into its prosody stage and its streamable decoder, with their integer
+    convolutions as products, on int8 weights if ``signed_weights`` (module docstring)."""
     graph = model.graph
     nodes = list(graph.node)
     producer = {out: node for node in nodes for out in node.output}
@@ -137,7 +138,7 @@ def split_kokoro_model(model: onnx.ModelProto) -> KokoroSplit:
     )
     layers = _blend_normalisations(decoder)
     for stage in (prosody, decoder):
-        signed_weight_convs(stage)
+        product_convs(stage, signed_weights)
     return KokoroSplit(
         prosody_stage=prosody.SerializeToString(),
         decoder_stage=decoder.SerializeToString(),
