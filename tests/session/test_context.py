@@ -216,7 +216,7 @@ def test_a_context_is_busy_for_ever_while_text_or_pieces_wait(registry: VoiceReg
     context = _context(registry)
     context.add_text("The refund went", 0.0)
     assert context.busy_until() == math.inf  # text buffered
-    [piece] = context.flush()
+    [piece] = context.flush(0.0)
     assert not context.buffer.has_content
     assert context.busy_until() == math.inf  # a piece in flight
     utterance = _prepare(context, piece)

@@ -57,7 +57,7 @@ def _streamed(context: Context, text: str, seed: int) -> list[SegmentRequest]:
         size = rng.randint(1, 3)
         requests += context.add_text(text[at : at + size], 0.0)
         at += size
-    return requests + context.flush()
+    return requests + context.flush(0.0)
 
 
 @pytest.mark.parametrize(

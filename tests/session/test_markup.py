@@ -210,6 +210,24 @@ def test_silence_the_listener_heard_counts_towards_a_break(
     assert hello.end_ms < played_s * 1000.0
 
 
+def test_the_silence_is_counted_until_the_piece_after_the_break_is_made(
+    registry: VoiceRegistry,
+) -> None:
+    # "World" waits in the buffer after it came: the listener goes on hearing silence until
+    # the end of the text makes its piece.
+    session = _session(registry)
+    session.start("a", StartOptions(markup=SSML), 0.0)
+    session.text("a", 'Hello.<break time="1s"/>', 0.0)
+    runtime = InstantRuntime(session)
+    before = runtime.serve(0.0)
+    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    session.text("a", "World", played_s + 0.1)
+    assert runtime.serve(played_s + 0.1) == []
+    session.end("a", played_s + 0.6)
+    [world] = _words(runtime.serve(played_s + 0.6))
+    assert world.start_ms - played_s * 1000.0 == pytest.approx(400.0, abs=30.0)
+
+
 def test_a_break_the_listener_already_heard_in_silence_adds_none(registry: VoiceRegistry) -> None:
     session = _session(registry)
     session.start("a", StartOptions(markup=SSML), 0.0)

@@ -231,7 +231,8 @@ class Context:
         self._delivery = Delivery(options.settings.speed, options.volume, options.sentence_pause_ms)
         self._style = Style(1.0, 1.0)  # markup's factors on ``_delivery``
         self._pause_ms: float | None = None  # markup's pause before the next piece
-        self._heard_ms = 0.0  # silence the listener heard in real time before the next piece
+        # When the listener ran out of audio, if it has since then and no piece came after.
+        self._quiet_since: float | None = None
         # When it came to owe audio (a piece submitted while it owed none) and when its last
         # audio went out: what each audio's ``quiet_s`` counts from.
         self._owed_since: float | None = None
@@ -254,7 +255,7 @@ class Context:
                 # the text asked for: the silence heard counts towards it, the rest is kept.
                 self.joiner.flush()
                 self._previous_boundary = None
-                self._heard_ms = (now - played_until) * 1000.0
+                self._quiet_since = played_until
                 self.buffer.restart_turn()
         return self._steps(steps, now)
 
@@ -267,6 +268,7 @@ class Context:
 
     def set_delivery(
         self,
+        now: float,
         speed: float | None = None,
         volume: float | None = None,
         sentence_pause_ms: float | None = None,
@@ -280,7 +282,7 @@ class Context:
         )
         if delivery == self._delivery:
             return []
-        requests = self._cut(None)
+        requests = self._cut(None, now)
         self._delivery = delivery
         if sentence_pause_ms is not None:
             self.buffer.reconfigure(every_sentence(self.buffer.config))
@@ -293,22 +295,22 @@ class Context:
                 if self.first_text_at is None and step.text.strip():
                     self.first_text_at = now
                 self.text += step.text
-                requests += self._requests(self.buffer.feed(step.buffered, now))
+                requests += self._requests(self.buffer.feed(step.buffered, now), now)
             elif isinstance(step, Cut):
-                requests += self._cut(step.boundary)
+                requests += self._cut(step.boundary, now)
             elif isinstance(step, Pause):
                 self._pause_ms = (self._pause_ms or 0.0) + step.ms
             elif isinstance(step, Restyle):
                 self._style = step.style
         return requests
 
-    def _cut(self, boundary: SegmentEnd | None) -> list[SegmentRequest]:
-        requests = self._requests(self.buffer.cut(boundary))
+    def _cut(self, boundary: SegmentEnd | None, now: float) -> list[SegmentRequest]:
+        requests = self._requests(self.buffer.cut(boundary), now)
         self._lead = None  # no takeover renders across a cut: the lead is spoken as it is
         return requests
 
-    def flush(self) -> list[SegmentRequest]:
-        return self._requests(self.buffer.flush())
+    def flush(self, now: float) -> list[SegmentRequest]:
+        return self._requests(self.buffer.flush(), now)
 
     def poll(self, now: float) -> list[SegmentRequest]:
         """What the clock makes due: a sentence whose look-ahead expired, an idle flush, and a
@@ -317,7 +319,7 @@ class Context:
         hurry = self.hurry_at()
         if hurry is not None and now >= hurry:
             segments += self.buffer.hurry()
-        return self._requests(segments)
+        return self._requests(segments, now)
 
     def next_deadline(self) -> float | None:
         """When ``poll`` has something to do (None: nothing without more text or audio)."""
@@ -346,7 +348,7 @@ class Context:
                 left += piece.audio_left_s()
         return runs_out + left - margin
 
-    def _requests(self, segments: list[Segment]) -> list[SegmentRequest]:
+    def _requests(self, segments: list[Segment], now: float) -> list[SegmentRequest]:
         if segments and self._first_text_end is None:
             self._first_text_end = len(self.text)
         requests: list[SegmentRequest] = []
@@ -368,19 +370,21 @@ class Context:
             for number, (start, end) in enumerate(ranges):
                 boundary = segment.boundary if number == len(ranges) - 1 else SegmentEnd.WORD
                 text = PieceText(segment.start, normalized, start, end, boundary)
-                piece = _Piece(text, leads, delivery, self._take_pause())
+                piece = _Piece(text, leads, delivery, self._take_pause(now))
                 requests.append(self._request(piece))
                 if leads:
                     self._lead = (requests[-1].tag, piece)
         return requests
 
-    def _take_pause(self) -> float | None:
-        """The markup's pause owed before the next piece, less the silence already heard."""
+    def _take_pause(self, now: float) -> float | None:
+        """The markup's pause owed before a piece made at ``now``, less the silence the
+        listener has heard since its audio ran out."""
         pause, self._pause_ms = self._pause_ms, None
-        heard, self._heard_ms = self._heard_ms, 0.0
-        if pause is None or pause <= heard:
+        quiet_since, self._quiet_since = self._quiet_since, None
+        heard_ms = 0.0 if quiet_since is None else 1000.0 * (now - quiet_since)
+        if pause is None or pause <= heard_ms:
             return None
-        return pause - heard
+        return pause - heard_ms
 
     def _piece_chars(self, english_chars: int) -> int:
         """A piece length given in English characters, in the context's language's."""

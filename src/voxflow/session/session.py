@@ -149,7 +149,7 @@ class Session:
             context = self._open(context_id, options, now)
             self._submit(context, context.add_text(text, now), now)
             self._submit(context, context.end_markup(now), now)
-            self._submit(context, context.flush(), now)
+            self._submit(context, context.flush(now), now)
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
 
@@ -169,7 +169,7 @@ class Session:
                 _check_markup(options, text, self._config)
             # A context of its own that nothing else sees: serial 0 is never a stream's.
             context = Context(context_id or DEFAULT_CONTEXT, 0, resolved, now)
-            requests = context.add_text(text, now) + context.end_markup(now) + context.flush()
+            requests = context.add_text(text, now) + context.end_markup(now) + context.flush(now)
             self._outputs.extend(PrefetchSegment(request) for request in requests)
             return len(requests)
         return 0
@@ -214,7 +214,7 @@ class Session:
             if volume is not None:
                 volume = check_volume(volume)
             pause = check_pause(sentence_pause_ms)
-            self._submit(context, context.set_delivery(speed, volume, pause), now)
+            self._submit(context, context.set_delivery(now, speed, volume, pause), now)
 
     @_notifies
     def flush(self, context_id: str | None, now: float) -> None:
@@ -222,7 +222,7 @@ class Session:
         with self._errors(cid):
             context = self._get(cid)
             if context.state is ContextState.OPEN:
-                self._submit(context, context.flush(), now)
+                self._submit(context, context.flush(now), now)
 
     @_notifies
     def end(self, context_id: str | None, now: float) -> None:
@@ -235,7 +235,7 @@ class Session:
                 self._submit(context, context.end_markup(now), now)
             except SsmlError as error:  # reported, and the context ends all the same
                 self._outputs.append(ErrorOut(cid, "invalid_ssml", str(error)))
-            self._submit(context, context.flush(), now)
+            self._submit(context, context.flush(now), now)
             context.state = ContextState.ENDING
             self._outputs.append(CloseStream(context.serial))
 
