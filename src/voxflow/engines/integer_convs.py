@@ -23,8 +23,8 @@ The weights of the product are signed or not, by what the CPU sums exactly:
   the convolutions come out different, and Kokoro's audio moved 3 dB (log-mel) from the stock
   model's. ``signed_products_exact`` asks the CPU.
 * **uint8**, the export's own: uint8 by uint8 is widened to int16 and summed in int32 on every
-  CPU, exact everywhere; on an AVX2 CPU without VNNI the product still runs faster than
-  ``ConvInteger`` (docs/kokoro.md).
+  CPU, exact everywhere; on an AVX2 CPU without VNNI the product still runs a little faster
+  than ``ConvInteger`` (docs/kokoro.md, *On an x86 CPU without VNNI*).
 
 **Invariant**: the rewritten nodes compute the same int32 tensor as the ``ConvInteger`` they
 replace, element for element (integer sums, in any order, are exact, on a kernel that does not
