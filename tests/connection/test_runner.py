@@ -173,6 +173,22 @@ class FakeTransport:
             raise PeerGone("the peer reset the connection during the close")
 
 
+class WritingTransport(FakeTransport):
+    """Puts a frame out before it yields, as a socket's send writes its bytes into the buffer
+    and then waits for it to drain: a send cancelled after its first yield has still gone out.
+    (Blocks as ``FakeTransport`` does, from ``block_send_at``.)"""
+
+    async def send(self, frame: Frame) -> None:
+        self.send_calls += 1
+        if self.probe is not None and self.at_first_send is None:
+            self.at_first_send = self.probe()
+        if self.block_send_at is not None and self.send_calls >= self.block_send_at:
+            self.send_blocked.set()
+            await self.unblock.wait()
+        self.sent.append(frame)
+        await asyncio.sleep(0)
+
+
 # -- protocols with a twist -----------------------------------------------------------------------
 
 
@@ -651,6 +667,32 @@ def test_the_stop_signal_ends_a_live_stream_with_the_protocols_last_words(
         last = json.loads(transport.sent[-1])
         assert (last["type"], last["code"], last["retryable"]) == ("error", "shutting_down", True)
         assert await connection.finished(), "the stop signal did not end the connection"
+        assert transport.closes == [Close(1012, "shutting down")]
+        connection.assert_ended_cleanly()
+
+    _run(scenario())
+
+
+def test_nothing_follows_the_last_words_not_even_audio_waiting_to_be_sent(
+    scheduler: Scheduler, encoder_pool: EncoderPool
+) -> None:
+    async def scenario() -> None:
+        stopping = StopSignal()
+        # The writer is mid-send (a slow client) when the stop comes: the last words wait
+        # for it, and its next audio waits behind the last words.
+        transport = WritingTransport(block_send_at=2)
+        settings = RunnerSettings(write_timeout_s=600.0, stopping=stopping, final_message_s=60.0)
+        connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
+        await _stream(connection)
+        await _until(transport.send_blocked.is_set)
+        await _until(lambda: len(connection.driver.outbound) > 0)  # more audio rendered
+        stopping.set()
+        await asyncio.sleep(0.05)  # the stop waits for its turn to send
+        transport.unblock.set()
+        assert await stopping.said(STREAM_TIMEOUT_S)
+        assert await connection.finished(), "the stop signal did not end the connection"
+        last = json.loads(transport.sent[-1])
+        assert (last["type"], last["code"]) == ("error", "shutting_down"), transport.sent[-3:]
         assert transport.closes == [Close(1012, "shutting down")]
         connection.assert_ended_cleanly()
 

@@ -153,16 +153,21 @@ async def run_connection(
     sending = asyncio.Lock()  # the reader's answers and the writer's replies never interleave
 
     async def send(reply: Reply[FrameOut]) -> bool:
-        """Send ``reply``'s frames; True when it closes the connection."""
+        """Send ``reply``'s frames; True when it closes the connection. Nothing follows a
+        reply that closes it (the last words at shutdown, with the writer's next audio
+        waiting for its turn): a later one is dropped, and True says the connection is
+        closing."""
         async with sending:
+            if any(end is _End.CLOSE for end, _ in outcome):
+                return True
             for frame in reply.frames:
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
                 # that lands as the send completes, and the writer then never ends.
                 async with asyncio.timeout(settings.write_timeout_s):
                     await transport.send(frame)
-        if reply.close is not None:
-            outcome.append((_End.CLOSE, reply.close))
-            return True
+            if reply.close is not None:
+                outcome.append((_End.CLOSE, reply.close))
+                return True
         return False
 
     async def read() -> None:
