@@ -650,6 +650,25 @@ def test_a_cancel_at_any_await_point_ends_the_handler_and_its_work(
     _run(scenario())
 
 
+async def _blocked_mid_stream(
+    scheduler: Scheduler,
+    encoder_pool: EncoderPool,
+    transport: FakeTransport,
+    final_message_s: float,
+) -> tuple[StopSignal, Connection]:
+    """A connection streaming through ``transport`` (built to block a send) until a send
+    blocked, and the stop signal it drains by. Its write timeout is far longer than any test:
+    only the final-message bound, or the client reading again, ends that send."""
+    stopping = StopSignal()
+    settings = RunnerSettings(
+        write_timeout_s=600.0, stopping=stopping, final_message_s=final_message_s
+    )
+    connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
+    await _stream(connection)
+    await _until(transport.send_blocked.is_set)
+    return stopping, connection
+
+
 def test_the_stop_signal_ends_a_live_stream_with_the_protocols_last_words(
     scheduler: Scheduler, encoder_pool: EncoderPool
 ) -> None:
@@ -677,14 +696,10 @@ def test_nothing_follows_the_last_words_not_even_audio_waiting_to_be_sent(
     scheduler: Scheduler, encoder_pool: EncoderPool
 ) -> None:
     async def scenario() -> None:
-        stopping = StopSignal()
         # The writer is mid-send (a slow client) when the stop comes: the last words wait
         # for it, and its next audio waits behind the last words.
         transport = WritingTransport(block_send_at=2)
-        settings = RunnerSettings(write_timeout_s=600.0, stopping=stopping, final_message_s=60.0)
-        connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
-        await _stream(connection)
-        await _until(transport.send_blocked.is_set)
+        stopping, connection = await _blocked_mid_stream(scheduler, encoder_pool, transport, 60.0)
         await _until(lambda: len(connection.driver.outbound) > 0)  # more audio rendered
         stopping.set()
         await asyncio.sleep(0.05)  # the stop waits for its turn to send
@@ -722,13 +737,8 @@ def test_last_words_to_a_client_that_stopped_reading_are_bounded(
     scheduler: Scheduler, encoder_pool: EncoderPool
 ) -> None:
     async def scenario() -> None:
-        stopping = StopSignal()
         transport = FakeTransport(block_send_at=2)
-        # A write timeout far longer than the test: only the final-message bound can end it.
-        settings = RunnerSettings(write_timeout_s=600.0, stopping=stopping, final_message_s=0.2)
-        connection = await _connect(scheduler, encoder_pool, transport, settings=settings)
-        await _stream(connection)
-        await _until(transport.send_blocked.is_set)
+        stopping, connection = await _blocked_mid_stream(scheduler, encoder_pool, transport, 0.2)
         stopping.set()
         # Past the final-message bound the last words are owed no more: the drain goes on.
         assert await stopping.said(STREAM_TIMEOUT_S)

@@ -176,6 +176,22 @@ def test_a_break_before_the_first_word_is_silence_first(registry: VoiceRegistry)
     assert word.start_ms == pytest.approx(800.0, abs=30.0)
 
 
+def _played(
+    registry: VoiceRegistry, first: str
+) -> tuple[Session, InstantRuntime, list[Output], float]:
+    """A session that was sent ``first`` at time 0 (flushed when it ends a sentence), what it
+    gave, and how long that audio plays (s): the listener runs out of audio then."""
+    session = _session(registry)
+    session.start("a", StartOptions(markup=SSML), 0.0)
+    session.text("a", first, 0.0)
+    if first.endswith("."):
+        session.flush("a", 0.0)
+    runtime = InstantRuntime(session)
+    before = runtime.serve(0.0)
+    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    return session, runtime, before, played_s
+
+
 @pytest.mark.parametrize(
     ("first", "then"),
     [
@@ -189,14 +205,7 @@ def test_silence_the_listener_heard_counts_towards_a_break(
 ) -> None:
     # The text after the break comes only once the listener has played everything: what is
     # left of the break is put before it, so that the listener hears the whole second.
-    session = _session(registry)
-    session.start("a", StartOptions(markup=SSML), 0.0)
-    session.text("a", first, 0.0)
-    if first.endswith("."):
-        session.flush("a", 0.0)
-    runtime = InstantRuntime(session)
-    before = runtime.serve(0.0)
-    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    session, runtime, before, played_s = _played(registry, first)
     later = played_s + heard_s
     session.text("a", then, later)
     session.end("a", later)
@@ -215,12 +224,7 @@ def test_the_silence_is_counted_until_the_piece_after_the_break_is_made(
 ) -> None:
     # "World" waits in the buffer after it came: the listener goes on hearing silence until
     # the end of the text makes its piece.
-    session = _session(registry)
-    session.start("a", StartOptions(markup=SSML), 0.0)
-    session.text("a", 'Hello.<break time="1s"/>', 0.0)
-    runtime = InstantRuntime(session)
-    before = runtime.serve(0.0)
-    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    session, runtime, _, played_s = _played(registry, 'Hello.<break time="1s"/>')
     session.text("a", "World", played_s + 0.1)
     assert runtime.serve(played_s + 0.1) == []
     session.end("a", played_s + 0.6)
@@ -229,12 +233,7 @@ def test_the_silence_is_counted_until_the_piece_after_the_break_is_made(
 
 
 def test_a_break_the_listener_already_heard_in_silence_adds_none(registry: VoiceRegistry) -> None:
-    session = _session(registry)
-    session.start("a", StartOptions(markup=SSML), 0.0)
-    session.text("a", 'Hello.<break time="300ms"/>', 0.0)
-    runtime = InstantRuntime(session)
-    before = runtime.serve(0.0)
-    played_s = sum(len(o.data) for o in before if isinstance(o, AudioOut)) / 2 / RATE
+    session, runtime, _, played_s = _played(registry, 'Hello.<break time="300ms"/>')
     session.text("a", "World.", played_s + 2.0)
     session.end("a", played_s + 2.0)
     [world] = _words(runtime.serve(played_s + 2.0))
