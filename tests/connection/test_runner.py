@@ -85,7 +85,9 @@ class FakeTransport:
     ``unblock`` is set (honouring a cancel; a peer that does not read) or raise ``send_error``
     (once ``fail_now`` is set, so that a test sees the connection mid-stream first).
     ``stubborn_receive_at``: the receive call from which receive ignores cancels until
-    ``release`` is set. ``close_mode``: what ``close`` does.
+    ``release`` is set. ``close_mode``: what ``close`` does. ``writes_first``: a send puts its
+    frame out before it yields, as a socket's send writes its bytes into the buffer and then
+    waits for it to drain, so that a send cancelled after its first yield has gone out.
     """
 
     def __init__(
@@ -96,6 +98,7 @@ class FakeTransport:
         send_error: Exception | None = None,
         stubborn_receive_at: int | None = None,
         close_mode: CloseMode = "return",
+        writes_first: bool = False,
     ) -> None:
         self.incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
         self.sent: list[Frame] = []
@@ -108,6 +111,7 @@ class FakeTransport:
         self.send_error = send_error or PeerGone("connection reset by peer")
         self.stubborn_receive_at = stubborn_receive_at
         self.close_mode = close_mode
+        self.writes_first = writes_first
         self.receiving = asyncio.Event()  # a receive is waiting for a frame
         self.send_blocked = asyncio.Event()
         self.closing = asyncio.Event()
@@ -159,8 +163,11 @@ class FakeTransport:
         if self.block_send_at is not None and self.send_calls >= self.block_send_at:
             self.send_blocked.set()
             await self.unblock.wait()  # a peer that does not read: this send does not complete
+        if self.writes_first:
+            self.sent.append(frame)
         await asyncio.sleep(0)  # a real send yields to the loop
-        self.sent.append(frame)
+        if not self.writes_first:
+            self.sent.append(frame)
 
     async def close(self, close: Close) -> None:
         self.closes.append(close)
@@ -171,22 +178,6 @@ class FakeTransport:
             await _ignore_cancels(self.release, self.close_cancelled)
         elif self.close_mode == "peer_gone":
             raise PeerGone("the peer reset the connection during the close")
-
-
-class WritingTransport(FakeTransport):
-    """Puts a frame out before it yields, as a socket's send writes its bytes into the buffer
-    and then waits for it to drain: a send cancelled after its first yield has still gone out.
-    (Blocks as ``FakeTransport`` does, from ``block_send_at``.)"""
-
-    async def send(self, frame: Frame) -> None:
-        self.send_calls += 1
-        if self.probe is not None and self.at_first_send is None:
-            self.at_first_send = self.probe()
-        if self.block_send_at is not None and self.send_calls >= self.block_send_at:
-            self.send_blocked.set()
-            await self.unblock.wait()
-        self.sent.append(frame)
-        await asyncio.sleep(0)
 
 
 # -- protocols with a twist -----------------------------------------------------------------------
@@ -698,7 +689,7 @@ def test_nothing_follows_the_last_words_not_even_audio_waiting_to_be_sent(
     async def scenario() -> None:
         # The writer is mid-send (a slow client) when the stop comes: the last words wait
         # for it, and its next audio waits behind the last words.
-        transport = WritingTransport(block_send_at=2)
+        transport = FakeTransport(block_send_at=2, writes_first=True)
         stopping, connection = await _blocked_mid_stream(scheduler, encoder_pool, transport, 60.0)
         await _until(lambda: len(connection.driver.outbound) > 0)  # more audio rendered
         stopping.set()
