@@ -100,6 +100,28 @@ def test_spent_slack_cuts_it_by_how_late_the_jobs_are_at_most_once_an_interval()
     assert limit.capacity == pytest.approx(1.28)
 
 
+def test_a_few_late_jobs_are_chance_and_cut_nothing_but_more_of_them_cut() -> None:
+    # Two late jobs of twenty (one in twenty is allowed) put the 95th percentile past its
+    # deadline, but a machine within its limit shows that about one interval in four.
+    limit, signal = _limit(initial=1.6)
+    signal.add(18, 0.3)
+    limit.update(1.0, signal.add(2, 1.25), 1.6)
+    assert limit.last is not None and limit.last.pressure > 1.0
+    assert limit.capacity == 1.6
+    # Five of twenty is not chance (under 1% for a machine that keeps 95% in time).
+    limit, signal = _limit(initial=1.6)
+    signal.add(15, 0.3)
+    limit.update(1.0, signal.add(5, 1.25), 1.6)
+    assert limit.capacity == pytest.approx(1.6 * 0.8)
+    # Two late of twenty in every interval: 10% of the recent jobs, which their number makes
+    # more than chance within a few intervals.
+    limit, signal = _limit(initial=1.6)
+    for t in range(1, 11):
+        signal.add(18, 0.3)
+        limit.update(float(t), signal.add(2, 1.25), 1.6)
+    assert limit.capacity < 1.6
+
+
 def test_no_cut_piles_up_while_the_streams_admitted_before_the_last_one_speak() -> None:
     limit, signal = _limit(initial=1.6)
     _run(limit, signal, 0.0, 1, pressure=3.0, load=1.6)
@@ -189,3 +211,5 @@ def test_settings_are_checked() -> None:
         LoadLimitSettings(ceiling=1.0, low=1.0, high=0.5)
     with pytest.raises(ValueError, match="max_cut"):
         LoadLimitSettings(ceiling=1.0, min_cut=0.4, max_cut=0.5)
+    with pytest.raises(ValueError, match="significance"):
+        LoadLimitSettings(ceiling=1.0, significance=0.0)

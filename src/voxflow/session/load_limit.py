@@ -19,16 +19,20 @@ change is not diluted by what came before it). That puts the machine in one of t
   less the jobs waited (up to half the capacity when none waited: Vegas grows faster while
   nothing queues), and after a cut at least half the way back to where it was cut from (the
   *recovery*: a capacity cut by a burst comes back within a few intervals);
-* **the slack is spent** (over ``high``): it is cut, by the ratio of ``high`` to the pressure
-  (a gradient, as Gradient2Limit's), between ``max_cut`` and ``min_cut``, from the load if
-  that is lower (the machine could not carry what it carried), and what was seen is
-  forgotten (the next decision judges what follows the cut). At most once per interval, and
-  not again while the load is over the capacity after a cut: admission never stops a stream
-  it admitted, so until the load has come down a further cut would refuse nothing more; it
-  would only pile up. Recovery aims at three quarters or more of where it was cut from
-  (CUBIC's fast convergence: a cause that stays, a slower CPU, does not draw it back to the
-  old capacity);
-* **between the two**: it holds. The band keeps it from oscillating.
+* **the slack is spent** (over ``high``, by more late jobs than chance explains: a machine
+  within its limit shows more than one late job in twenty in a small sample now and then, so
+  the late share of the recent jobs, or of the interval alone, must pass a one-sided binomial
+  test at ``significance`` against the ``1 - quantile`` allowed): it is cut, by the ratio of
+  ``high`` to the pressure (a gradient, as Gradient2Limit's), between ``max_cut`` and
+  ``min_cut``, from the load if that is lower (the machine could not carry what it carried),
+  and what was seen is forgotten (the next decision judges what follows the cut). At most
+  once per interval, and not again while the load is over the capacity after a cut:
+  admission never stops a stream it admitted, so until the load has come down a further cut
+  would refuse nothing more; it would only pile up. Recovery aims at three quarters or more
+  of where it was cut from (CUBIC's fast convergence: a cause that stays, a slower CPU, does
+  not draw it back to the old capacity);
+* **between the two**, or late jobs that chance explains: it holds. The band keeps it from
+  oscillating.
 
 A capacity the traffic does not use (the load stays under ``in_use`` of it, nothing refused)
 is not validated: the calls that proved it are gone. It is kept for ``hold_s`` (RFC 7661's
@@ -52,11 +56,13 @@ server ticks it every ``interval_s`` (``Services.tick_admission``).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voxflow.runtime.slack import SlackStats, pressure_quantile
+from voxflow.runtime.slack import PRESSURE_BOUNDS, SlackStats, pressure_quantile
 
 __all__ = ["Decision", "LoadLimit", "LoadLimitSettings"]
 
@@ -95,6 +101,11 @@ class LoadLimitSettings:
     low: float = 0.5
     quantile: float = 0.95
     high: float = 1.0
+    # A cut needs more late jobs than chance explains: their share must pass a one-sided
+    # binomial test at this level (the convention, 5%) against the ``1 - quantile`` allowed.
+    # Without it, two late jobs in an interval of twenty (what a machine within its limit
+    # shows about one interval in four) cut the capacity as deeply as a real overload.
+    significance: float = 0.05
     # The capacity is in use (it may grow) while the load reaches this share of it, or a stream
     # was refused (Vegas' and Gradient2's rule against drifting up: half the limit).
     in_use: float = 0.5
@@ -116,6 +127,8 @@ class LoadLimitSettings:
             raise ValueError("need 0 < room <= quantile < 1 and 0 <= low < high")
         if not 0 < self.in_use <= 1:
             raise ValueError("need 0 < in_use <= 1")
+        if not 0 < self.significance < 1:
+            raise ValueError("need 0 < significance < 1")
         if not 0 < self.max_cut <= self.min_cut < 1:
             raise ValueError("need 0 < max_cut <= min_cut < 1")
 
@@ -216,13 +229,23 @@ class LoadLimit:
         pressure = max(pressure, pressure_quantile(late_now, s.quantile))
         peak = max(load, self._peak)
         if pressure > s.high:
-            self._cut(pressure, peak, began)
+            # Late jobs that chance explains hold it: neither a cut nor room to grow.
+            if self._beyond_chance(self._recent) or self._beyond_chance(late_now):
+                self._cut(pressure, peak, began)
         elif room <= s.low and (self._refused or self._in_use(peak)):
             self._grow(room)
         self._refused = False
         self._stream = 0.0
         self._peak = 0.0
         self.last = Decision(now, pressure, jobs, self._capacity)
+
+    def _beyond_chance(self, buckets: Sequence[float]) -> bool:
+        """Whether the jobs of ``buckets`` (a pressure histogram; weighted counts are rounded)
+        hold more late ones (pressure over ``high``) than a machine that keeps ``quantile`` of
+        its jobs in time shows by chance (``significance``)."""
+        s = self._settings
+        late = round(sum(buckets[bisect.bisect_right(PRESSURE_BOUNDS, s.high) :]))
+        return _at_least_chance(late, round(sum(buckets)), 1 - s.quantile) < s.significance
 
     def _in_use(self, load: float) -> bool:
         """Whether the streams used the capacity (more than ``in_use`` of it: a capacity that
@@ -273,3 +296,22 @@ class LoadLimit:
         else:
             self._before_cut = None
         self._capacity = min(s.ceiling, self._capacity + step)
+
+
+def _at_least_chance(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X binomial over ``n`` trials of probability ``p`` (0 < p < 1)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    whole = math.lgamma(n + 1)
+    return min(
+        1.0,
+        sum(
+            math.exp(
+                whole - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+            )
+            for i in range(k, n + 1)
+        ),
+    )
