@@ -14,7 +14,13 @@ from voxflow.runtime.costs import CostModel
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.runtime.policy import SchedulingPolicy
 from voxflow.runtime.scheduler_settings import SchedulerSettings
-from voxflow.runtime.slack import PRESSURE_BOUNDS, SlackMeter, SlackStats, pressure_quantile
+from voxflow.runtime.slack import (
+    PRESSURE_BOUNDS,
+    SlackMeter,
+    SlackStats,
+    jobs_over,
+    pressure_quantile,
+)
 from voxflow.runtime.stream import StreamState
 from voxflow.runtime.work import Job, Lane
 
@@ -86,6 +92,17 @@ def test_a_quantile_is_the_upper_bound_of_the_bucket_that_holds_it() -> None:
     assert pressure_quantile(counts, 0.95) == PRESSURE_BOUNDS[0]
     assert pressure_quantile(counts, 0.99) == math.inf
     assert SlackStats().quantile(0.95) == 0.0
+
+
+def test_jobs_over_a_pressure_are_those_of_the_buckets_past_it() -> None:
+    meter = SlackMeter()
+    for pressure in (0.2, 1.0, 1.1, 1.3, 5.0):  # ready at 0, due at 1: pressure = the wait
+        meter.taken(0.0, 1.0, pressure)
+    buckets = meter.snapshot().buckets
+    assert jobs_over(buckets, 1.0) == 3  # 1.0 is in time; 1.1, 1.3 and 5.0 are late
+    assert jobs_over(buckets, 0.0) == 5
+    assert jobs_over(buckets, 3.0) == 1
+    assert jobs_over([0.0] * len(buckets), 1.0) == 0
 
 
 # -- what the policy counts ------------------------------------------------------------------

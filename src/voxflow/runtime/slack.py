@@ -36,7 +36,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["PRESSURE_BOUNDS", "SlackMeter", "SlackStats", "pressure_quantile"]
+__all__ = ["PRESSURE_BOUNDS", "SlackMeter", "SlackStats", "jobs_over", "pressure_quantile"]
 
 # Upper bounds of the pressure histogram's buckets (a last one above them holds the rest): fine
 # up to 1 (served by the deadline), where admission's decisions are made, coarse beyond.
@@ -97,6 +97,13 @@ def pressure_quantile(buckets: Sequence[float], q: float) -> float:
         if seen >= rank - 1e-9 and count > 0:
             return bound
     return math.inf
+
+
+def jobs_over(buckets: Sequence[float], pressure: float) -> float:
+    """How many of the jobs counted in ``buckets`` (as for ``pressure_quantile``) waited more
+    than ``pressure``, at the histogram's resolution: the buckets above the first bound at or
+    past it."""
+    return sum(buckets[bisect.bisect_right(PRESSURE_BOUNDS, pressure) :])
 
 
 class SlackMeter:

@@ -56,13 +56,12 @@ server ticks it every ``interval_s`` (``Services.tick_admission``).
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voxflow.runtime.slack import PRESSURE_BOUNDS, SlackStats, pressure_quantile
+from voxflow.runtime.slack import SlackStats, jobs_over, pressure_quantile
 
 __all__ = ["Decision", "LoadLimit", "LoadLimitSettings"]
 
@@ -244,7 +243,7 @@ class LoadLimit:
         hold more late ones (pressure over ``high``) than a machine that keeps ``quantile`` of
         its jobs in time shows by chance (``significance``)."""
         s = self._settings
-        late = round(sum(buckets[bisect.bisect_right(PRESSURE_BOUNDS, s.high) :]))
+        late = round(jobs_over(buckets, s.high))
         return _at_least_chance(late, round(sum(buckets)), 1 - s.quantile) < s.significance
 
     def _in_use(self, load: float) -> bool:
