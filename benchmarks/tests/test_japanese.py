@@ -168,6 +168,16 @@ def test_the_japanese_corpus_looks_like_agent_replies() -> None:
     assert all(kana_reading(r.text) for r in JAPANESE)
 
 
+def test_the_tuning_corpus_is_openers_and_shares_no_reply_with_the_held_out_one() -> None:
+    tuning = load_corpus(bundled="openers-ja.tsv")
+    assert len({r.name for r in tuning}) == len(tuning) >= 30
+    # Most open with a short interjection before a clause mark: what a lead is cut from.
+    openers = [r for r in tuning if 0 < r.text.find("、") <= 8 and "。" not in r.text[:8]]
+    assert len(openers) >= len(tuning) // 2
+    assert not {r.text for r in tuning} & {r.text for r in JAPANESE}
+    assert all(kana_reading(r.text) for r in tuning)
+
+
 def test_the_calls_bench_plans_japanese_turns() -> None:
     """``voxflow bench --calls --corpus replies-ja.tsv``: the turns stream the replies' Japanese
     tokens, and an LLM pause may follow a Japanese mark (、 。 or the full-width question mark)."""

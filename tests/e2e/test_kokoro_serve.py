@@ -31,7 +31,7 @@ from tests.support.cartesia_sdk import S16_24K, sdk_connection
 from tests.support.serve_process import serve_process
 from tests.support.servers import free_port
 from tests.support.wyoming_messages import AudioChunk, Synthesize, SynthesizeVoice
-from voxflow.client import VoxflowClient, speak, stream_url
+from voxflow.client import ContextResult, VoxflowClient, speak, stream_url
 
 with warnings.catch_warnings():
     # The SDK probes websockets for a name it deprecated (InvalidStatusCode) when its speak
@@ -235,6 +235,26 @@ def test_native_language_ja(base_url: str) -> None:
 
     _assert_speech(asyncio.run(asyncio.wait_for(body(), TIMEOUT_S)))
     assert _streams(base_url, "native", ALPHA) == 1
+
+
+def test_a_japanese_lead_read_on_into_its_next_phrase_says_each_word_once(base_url: str) -> None:
+    """The whole text at once: the lead (はい、来週の月曜日に) is read on into 会議室を, which
+    only the piece after it says; the word timings index the written text in time order."""
+    text = "はい、来週の月曜日に会議室を予約しました。"
+
+    async def body() -> ContextResult:
+        async with VoxflowClient.connect(stream_url(base_url)) as client:
+            return await speak(client, "lead", text, voice=ALPHA, language="ja")
+
+    result = asyncio.run(asyncio.wait_for(body(), TIMEOUT_S))
+    assert result.errors == () and result.done is not None
+    _assert_speech(result.audio)
+    spans = [(w.char_start, w.char_end) for w in result.words]
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    said = "".join(text[start:end] for start, end in spans)
+    assert said.startswith("はい") and said.count("会議室") == 1 and said.endswith("しました")
+    starts = [w.start_ms for w in result.words]
+    assert starts == sorted(starts)
 
 
 def test_wyoming_language_ja_picks_the_japanese_voice(servers: tuple[str, int]) -> None:

@@ -146,6 +146,7 @@ def test_no_hurry_while_a_lead_waits_for_its_takeover(registry: VoiceRegistry) -
     assert hurry is not None
     [lead] = context.poll(hurry)
     assert lead.lead and lead.text == "The refund went back"
+    assert lead.lookahead == ""  # its takeover says the sentence whole: nothing to read on
     _prepare(context, lead)
     assert context.hurry_at() is None  # the rest of its sentence is arriving
     assert context.add_text(" card and then some more words", 2.1) == []
@@ -169,6 +170,8 @@ def test_without_takeovers_the_rest_of_a_leads_sentence_is_hurried_too(
     assert hurry is not None
     [lead] = context.poll(hurry)
     assert lead.text == "The refund went back" and lead.takeover is None
+    # Said as it is, it reads on into the next word that has arrived whole ("your" has not).
+    assert lead.lookahead == " to"
     utterance = _prepare(context, lead)
     _render(context, lead, utterance, range(utterance.num_frames), hurry)
     assert context.add_text(" card and then some more words", hurry + 0.1) == []

@@ -14,9 +14,11 @@ from voxflow.engines.base import VoiceInfo, VoiceNotFoundError
 from voxflow.runtime.jobs import SegmentRequest
 from voxflow.session.context import Context
 from voxflow.session.options import SessionConfig, StartOptions, context_options
+from voxflow.text.chunking import ChunkingConfig
 from voxflow.text.language import TextLanguage, text_rules_of
 from voxflow.text.lexicon import Lexicon, LexiconEntry
 from voxflow.text.normalize.normalizer import Normalizer
+from voxflow.text.phrases import spoken_cost
 
 ALPHA = fake_voice("kokoro:jf_alpha", "ja_JP", "kokoro")  # Kokoro: the rest of a lead on its own
 HANA = fake_voice("hana", "ja_JP", "piper")  # a lead's sentence is rendered again whole
@@ -114,6 +116,36 @@ def test_a_japanese_lead_is_taken_over_by_its_whole_sentence() -> None:
         (THIRD, False, False),
         (LAST, False, False),
     ]
+
+
+def test_a_lead_said_as_it_is_reads_on_into_the_next_phrase_that_has_arrived() -> None:
+    # Kokoro says a lead as it is: its text stage reads the next phrase too (its spoken form),
+    # so that the lead is planned as its sentence's start, not as a reply of its own.
+    context = _context(ALPHA)
+    requests = context.add_text(REPLY, 0.0) + context.flush(0.0)
+    assert [(r.text, r.lookahead) for r in requests] == [
+        (LEAD, "会議では、"),
+        (REST, ""),
+        (THIRD, ""),
+        (LAST, ""),
+    ]
+    # Streamed as LLM tokens, the lead is cut as soon as the next phrase starts: a phrase not
+    # whole yet is never read on into (its reading could change with the rest of it).
+    for seed in range(5):
+        assert {r.lookahead for r in _streamed(_context(ALPHA), REPLY, seed)} == {""}
+    # A lead whose sentence is rendered again whole needs none.
+    context = _context(HANA)
+    assert {r.lookahead for r in context.add_text(REPLY, 0.0) + context.flush(0.0)} == {""}
+
+
+def test_a_lead_reads_on_into_no_word_that_costs_more_than_a_lead() -> None:
+    top = ChunkingConfig().lead_cost[1]  # type: ignore[index]
+    for kana, read_on in ((13, True), (15, False)):
+        phrase = "ア" * kana + "では、"
+        assert (spoken_cost(phrase, TextLanguage.JAPANESE) <= top) is read_on
+        context = _context(ALPHA)
+        [lead, *_] = context.add_text(f"明日の14:30からの{phrase}はい。", 0.0)
+        assert lead.text == LEAD and lead.lookahead == (phrase if read_on else "")
 
 
 def test_an_english_voice_reads_the_same_text_as_english() -> None:

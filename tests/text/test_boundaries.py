@@ -7,9 +7,9 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voxflow.text.boundaries import boundary_rules, word_starts
+from voxflow.text.boundaries import boundary_rules, next_word_end, word_starts
 from voxflow.text.language import TextLanguage
-from voxflow.text.segment import ENGLISH_BOUNDARIES
+from voxflow.text.segment import ENGLISH_BOUNDARIES, find_boundaries
 from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
 
 
@@ -45,3 +45,30 @@ def test_no_japanese_word_starts_inside_a_run_of_one_script() -> None:
     text = "申し込み番号はABC123です。"
     starts = word_starts(text, TextLanguage.JAPANESE)
     assert [text[a:] for a in starts] == ["ABC123です。"]
+
+
+def test_the_next_word_ends_at_the_first_boundary_the_text_confirms() -> None:
+    japanese, english = TextLanguage.JAPANESE, TextLanguage.ENGLISH
+    text = "はい、来週の月曜日に会議室を予約しました。"
+    assert next_word_end(text, 3, japanese, 100) == text.index("月")  # 来週の
+    assert next_word_end("Sure, I can", 5, english, 100) == 7  # " I", whitespace skipped
+    # Not confirmed yet (the word may go on), or longer than the limit: none.
+    assert next_word_end("Sure, I", 5, english, 100) is None
+    assert next_word_end("はい、来週", 3, japanese, 100) is None
+    assert next_word_end("Sure, I can", 5, english, 2) is None
+    assert next_word_end("Sure,   ", 5, english, 100) is None
+
+
+@given(st.text(alphabet=" ab,.", max_size=30), st.integers(0, 30), st.integers(1, 30))
+def test_the_next_word_end_is_a_boundary_of_the_whole_text_after_a_word(
+    text: str, start: int, limit: int
+) -> None:
+    end = next_word_end(text, start, TextLanguage.ENGLISH, limit)
+    if end is None:
+        return
+    assert start < end <= start + limit and text[start:end].strip()
+    boundaries = {b.pos for b in find_boundaries(text, final=False, rules=ENGLISH_BOUNDARIES)}
+    assert end in boundaries
+    # The first such boundary: none between the word's first character and its end.
+    first = start + len(text[start:]) - len(text[start:].lstrip())
+    assert not any(first < pos < end for pos in boundaries)

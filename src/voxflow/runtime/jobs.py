@@ -49,6 +49,8 @@ class SegmentRequest:
     ``lead``: a takeover of this request may follow (the text ends inside a sentence); it is
     rendered only a little ahead of playback until the takeover is prepared, so the switch can
     come early. ``takeover``: this request continues an earlier lead of the same stream.
+    ``lookahead``: text after ``text`` that its text stage reads but does not say
+    (``voxflow.engines.lookahead``).
     """
 
     text: str
@@ -57,6 +59,12 @@ class SegmentRequest:
     tag: int
     lead: bool = False
     takeover: Takeover | None = None
+    lookahead: str = ""
+
+    @property
+    def read_chars(self) -> int:
+        """The characters its text stage reads: its text and its lookahead."""
+        return len(self.text) + len(self.lookahead)
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,7 @@ class SchedulingPolicy:
         ``learn``: it was computed (not a cached phrase); ``cached``: the work's windows are
         cut from a cached phrase."""
         if learn:
-            stream.costs.observe_prepare(len(job.work.request.text), compute_s)
+            stream.costs.observe_prepare(job.work.request.read_chars, compute_s)
             _observe_work(stream.costs, job, compute_s, cpu_s)
             self.ledger.text_stage(_own_cpu_s(compute_s, cpu_s), job.work.request.lead)
         _count_start(stream, _job_cpu_s(job, compute_s, cpu_s) if learn else None)

@@ -37,6 +37,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from voxflow.engines.base import Engine
+from voxflow.engines.lookahead import prepare_reading_on
 from voxflow.runtime.cache.background import BackgroundQueue, BackgroundTask, PrefetchTask
 from voxflow.runtime.cache.phrase_cache import Lookup, PhraseCache
 from voxflow.runtime.cache.phrases import CachedPhrase
@@ -435,8 +436,13 @@ class Scheduler:
                 if found is not None and found.phrase is not None:
                     result = found.phrase.utterance
                 else:
-                    result = self._engine.prepare(
-                        request.text, request.voice, request.settings, job.threads
+                    result = prepare_reading_on(
+                        self._engine,
+                        request.text,
+                        request.lookahead,
+                        request.voice,
+                        request.settings,
+                        job.threads,
                     )
             elif phrase is not None:
                 audio = phrase.window(*job.window)

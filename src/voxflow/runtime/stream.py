@@ -231,7 +231,7 @@ class StreamState:
             lead = self.works[0]
             left = 1.0 if lead.utterance is None else self._frames_s(lead, lead.end - lead.next)
             base = now if end is None or end < now else end
-            cost = self._costs.prepare_s(len(work.request.text)) + self._costs.render_s(16)
+            cost = self._costs.prepare_s(work.request.read_chars) + self._costs.render_s(16)
             deadline = base + left - cost - AHEAD_MARGIN_S
             if self._costs.wide_windows:
                 # An engine that needs both cores to keep up (Kokoro): the takeover's text
@@ -243,7 +243,7 @@ class StreamState:
             anchor = self.fresh_since if self.fresh_since is not None else now
             return Timing(now, anchor + self._first_audio_s)
         if work.utterance is None:
-            cost = self._costs.prepare_s(len(work.request.text))
+            cost = self._costs.prepare_s(work.request.read_chars)
         else:
             cost = self._costs.render_s(
                 self._policy.size(self.window, end - now, self._costs.render_s)
@@ -398,7 +398,7 @@ class StreamState:
             return []
         first = self._costs.first_frames or self._policy.first_frames
         need = (
-            self._costs.prepare_s(len(follower.request.text))
+            self._costs.prepare_s(follower.request.read_chars)
             + self._costs.render_s(first)
             + self._lead_hold_s
         )

@@ -53,11 +53,12 @@ from voxflow.session.listener import ListenerClock
 from voxflow.session.markup import Cut, Markup, MarkupStep, Pause, Restyle, Written
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
+from voxflow.text.boundaries import next_word_end
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, every_sentence
 from voxflow.text.language import TextLanguage
 from voxflow.text.normalize.normalizer import NormalizationMode, Normalized, Normalizer
-from voxflow.text.phrases import written_chars
+from voxflow.text.phrases import spoken_cost, written_chars
 from voxflow.text.ssml import SsmlDialect, Style
 
 DEFAULT_MAX_PIECE_CHARS = 300
@@ -366,12 +367,16 @@ class Context:
             )
             # A lead must be one piece: its takeover re-renders it whole.
             leads = segment.lead and len(ranges) == 1 and self.options.takeovers
+            # A lead said as it is reads on into the next word (``voxflow.engines.lookahead``).
+            said_as_is = segment.lead and not self.options.takeovers
+            lookahead = self._lookahead(segment.end) if said_as_is else ""
             delivery = self._delivery.styled(self._style)
             for number, (start, end) in enumerate(ranges):
-                boundary = segment.boundary if number == len(ranges) - 1 else SegmentEnd.WORD
+                last = number == len(ranges) - 1
+                boundary = segment.boundary if last else SegmentEnd.WORD
                 text = PieceText(segment.start, normalized, start, end, boundary)
                 piece = _Piece(text, leads, delivery, self._take_pause(now))
-                requests.append(self._request(piece))
+                requests.append(self._request(piece, lookahead=lookahead if last else ""))
                 if leads:
                     self._lead = (requests[-1].tag, piece)
         return requests
@@ -397,6 +402,23 @@ class Context:
             self.text[start:end], self.options.normalization, overrides
         )
 
+    def _lookahead(self, end: int) -> str:
+        """What a lead that ends at ``end`` and is said as it is reads on into: the spoken form
+        of the next written word (a Japanese phrase), so that the lead is planned as the start
+        of its sentence. Nothing when the text that has arrived does not hold that word whole,
+        or when it would cost the lead's text stage more than the lead window's top (that
+        stage is what the listener waits for)."""
+        window = self.buffer.config.leads
+        language = self.options.language
+        stop = next_word_end(self.text, end, language, self._piece_chars(FIRST_PIECE_CHARS))
+        if window is None or stop is None:
+            return ""
+        written = self.text[end:stop]
+        if spoken_cost(written, language) > window[1]:
+            return ""
+        spoken = self._normalized(end, stop).text.strip()
+        return " " + spoken if written[:1].isspace() and spoken else spoken
+
     def _takeover(self, lead: tuple[int, _Piece], segment: Segment) -> SegmentRequest | None:
         """The request that renders ``lead``'s sentence whole, up to the end of ``segment``."""
         tag, piece = lead
@@ -415,7 +437,9 @@ class Context:
         )
         return self._request(whole_piece, Takeover(tag, points))
 
-    def _request(self, piece: _Piece, takeover: Takeover | None = None) -> SegmentRequest:
+    def _request(
+        self, piece: _Piece, takeover: Takeover | None = None, lookahead: str = ""
+    ) -> SegmentRequest:
         tag = self._next_tag
         self._next_tag += 1
         self._pieces[tag] = piece
@@ -426,7 +450,13 @@ class Context:
         if piece.delivery.speed != settings.speed:
             settings = replace(settings, speed=piece.delivery.speed)
         return SegmentRequest(
-            piece.text.text, self.options.voice, settings, tag, lead=piece.lead, takeover=takeover
+            piece.text.text,
+            self.options.voice,
+            settings,
+            tag,
+            lead=piece.lead,
+            takeover=takeover,
+            lookahead=lookahead,
         )
 
     def owes_audio(self, now: float) -> None:

@@ -12,7 +12,7 @@ from voxflow.text.language import TextLanguage
 from voxflow.text.segment import ENGLISH_BOUNDARIES, BoundaryRules, find_boundaries
 from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
 
-__all__ = ["boundary_rules", "skip_space", "word_starts"]
+__all__ = ["boundary_rules", "next_word_end", "skip_space", "word_starts"]
 
 _RULES: dict[TextLanguage, BoundaryRules] = {
     TextLanguage.ENGLISH: ENGLISH_BOUNDARIES,
@@ -35,6 +35,18 @@ def word_starts(text: str, language: TextLanguage) -> list[int]:
         for boundary in find_boundaries(text, final=False, rules=_RULES[language])
     )
     return [start for start in starts if start < len(text)]
+
+
+def next_word_end(text: str, start: int, language: TextLanguage, limit: int) -> int | None:
+    """Where the written word that follows ``start`` ends (whitespace before it skipped; a
+    Japanese phrase): the first boundary after it that ``text`` confirms within ``limit``
+    characters of ``start``. None when there is none there, so a word still arriving (or one
+    longer than that) is never taken for a whole one."""
+    window = text[start : start + limit]
+    for boundary in find_boundaries(window, final=False, rules=_RULES[language]):
+        if window[: boundary.pos].strip():
+            return start + boundary.pos
+    return None
 
 
 def skip_space(text: str, position: int) -> int:

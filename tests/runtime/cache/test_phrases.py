@@ -97,6 +97,8 @@ def test_the_key_changes_with_everything_that_changes_the_audio() -> None:
         (*base[:4], replace(base[4], noise_scale=0.5)),
         (*base[:4], replace(base[4], noise_w=0.5)),
         (*base[:4], replace(base[4], speaker_id=1)),
+        (*base, " General"),  # read on into the next word: said as a sentence's start
+        (*base[:2], "Hello", *base[3:], " there."),  # the same text read, less of it said
     ]
     keys = {phrase_key(*variant) for variant in variants}
     assert key not in keys and len(keys) == len(variants)

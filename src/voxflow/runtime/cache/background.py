@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from typing import Protocol
 
 from voxflow.engines.base import Engine, Utterance
+from voxflow.engines.lookahead import prepare_reading_on
 from voxflow.runtime.cache.phrase_cache import PhraseCache
 from voxflow.runtime.cache.recording import Recording
 from voxflow.runtime.handover import lead_in
@@ -95,12 +96,16 @@ class PrefetchTask:
         if self._recording is None:
             request = self._request
             # The key on the worker: the first one of a voice hashes its model file.
-            key = self._cache.key(engine, request.text, request.voice, request.settings)
+            key = self._cache.key(
+                engine, request.text, request.voice, request.settings, request.lookahead
+            )
             found = self._cache.lookup(key, force=True)
             if found.phrase is not None:
                 self.future.set_result(PREFETCH_CACHED)
                 return True
-            utterance = engine.prepare(request.text, request.voice, request.settings, threads=1)
+            utterance = prepare_reading_on(
+                engine, request.text, request.lookahead, request.voice, request.settings, 1
+            )
             self._recording = Recording(key, utterance, lead_in(utterance))
             return self._finish_if_whole(utterance)
         recording = self._recording

@@ -109,14 +109,28 @@ class PhraseCache:
     def shared(self) -> SharedTier | None:
         return self._shared
 
-    def key(self, engine: Engine, text: str, voice: str, settings: VoiceSettings) -> str:
-        """The key of ``engine``'s rendering of ``text`` (hashes the voice's files once)."""
-        key = self._key(engine, text, voice, settings, hash_files=True)
+    def key(
+        self,
+        engine: Engine,
+        text: str,
+        voice: str,
+        settings: VoiceSettings,
+        lookahead: str = "",
+    ) -> str:
+        """The key of ``engine``'s rendering of ``text``, its text stage reading on into
+        ``lookahead`` (hashes the voice's files once)."""
+        key = self._key(engine, text, voice, settings, lookahead, hash_files=True)
         assert key is not None
         return key
 
     def _key(
-        self, engine: Engine, text: str, voice: str, settings: VoiceSettings, hash_files: bool
+        self,
+        engine: Engine,
+        text: str,
+        voice: str,
+        settings: VoiceSettings,
+        lookahead: str,
+        hash_files: bool,
     ) -> str | None:
         """The key; None, without ``hash_files``, for a voice whose files were never hashed."""
         info = engine.voice_info(voice)
@@ -126,15 +140,20 @@ class PhraseCache:
         )
         if fingerprint is None:
             return None
-        return phrase_key(info.engine, fingerprint, text, info.name, settings)
+        return phrase_key(info.engine, fingerprint, text, info.name, settings, lookahead)
 
     def memory_hit(
-        self, engine: Engine, text: str, voice: str, settings: VoiceSettings
+        self,
+        engine: Engine,
+        text: str,
+        voice: str,
+        settings: VoiceSettings,
+        lookahead: str = "",
     ) -> CachedPhrase | None:
         """The phrase if memory holds it, counted as a hit; None otherwise, counted as
         nothing (the full ``lookup`` follows). Quick enough for any thread: it reads no file
         (a voice whose model was never hashed is None) and never asks the shared tier."""
-        key = self._key(engine, text, voice, settings, hash_files=False)
+        key = self._key(engine, text, voice, settings, lookahead, hash_files=False)
         if key is None:
             return None
         with self._lock:

@@ -9,9 +9,11 @@ encoding come after the cache, so one entry serves every output format and every
 The key is a digest of everything that changes that audio: the engine and its model and config
 files (their sha256, so a replaced model never meets an old entry), the voice, speaker, speed,
 noise and seed, and the request's text (normalized and segmented already: the text the engine
-reads). Whether a request is a lead, a takeover or a whole segment does not change the audio of
-the utterance, so it is not part of the key. A request with no seed draws fresh noise; a cached
-rendering of it is one such draw, as good as another.
+reads) with the text its text stage reads on into (``SegmentRequest.lookahead``: a lead said as
+the start of one sentence sounds unlike the same words starting another). Whether a request is
+a lead, a takeover or a whole segment does not change the audio of the utterance, so it is not
+part of the key. A request with no seed draws fresh noise; a cached rendering of it is one such
+draw, as good as another.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ __all__ = [
     "phrase_key",
 ]
 
-KEY_VERSION = 2  # bump when the key's fields or the audio an engine makes for them change
+KEY_VERSION = 3  # bump when the key's fields or the audio an engine makes for them change
 _WIRE_VERSION = 2
 _HEADER = struct.Struct("<BI")  # wire version, JSON header length; then the header, then audio
 
@@ -127,9 +129,15 @@ class ModelFingerprints:
 
 
 def phrase_key(
-    engine: str, fingerprint: str, text: str, voice: str, settings: VoiceSettings
+    engine: str,
+    fingerprint: str,
+    text: str,
+    voice: str,
+    settings: VoiceSettings,
+    lookahead: str = "",
 ) -> str:
-    """The key of a rendering: a hex digest of everything that changes its audio."""
+    """The key of a rendering: a hex digest of everything that changes its audio (the text
+    its text stage reads on into, ``lookahead``, too)."""
     fields = [
         KEY_VERSION,
         engine,
@@ -141,6 +149,7 @@ def phrase_key(
         None if settings.noise_w is None else repr(float(settings.noise_w)),
         settings.seed,
         text,
+        lookahead,
     ]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode()).hexdigest()
 

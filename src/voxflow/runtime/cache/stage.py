@@ -67,7 +67,7 @@ class CacheStage:
         request = work.request
         try:
             phrase = self._cache.memory_hit(
-                self._engine, request.text, request.voice, request.settings
+                self._engine, request.text, request.voice, request.settings, request.lookahead
             )
         except Exception:
             log.debug("memory lookup failed; the text stage goes to a worker", exc_info=True)
@@ -81,9 +81,10 @@ class CacheStage:
         """The cache's answer for ``request``, on a worker before its text stage (None when the
         lookup failed: logged). Keeps nothing: ``looked_up`` does, under the lock."""
         try:
-            return self._cache.lookup(
-                self._cache.key(self._engine, request.text, request.voice, request.settings)
+            key = self._cache.key(
+                self._engine, request.text, request.voice, request.settings, request.lookahead
             )
+            return self._cache.lookup(key)
         except Exception:
             # Anything but an unknown voice (which fails in the text stage, with the engine's
             # own error) is a cache bug, which must not cost the listener the segment.
