@@ -399,6 +399,24 @@ def test_a_japanese_report_counts_kana_by_cer() -> None:
     text = report.format()
     assert "14 kana" in text and "CER" in text and "WER" not in text
     assert "お支払いは四千円です  [2]" in text
+    # One text, two kana more: chance (a sign flip) gives as many half the time.
+    assert data["against_whole"] == {"tokens": {"total": 2, "larger": 1, "smaller": 0, "p": 0.5}}
+    assert "tokens         +2 errors  worse in 1, better in 0  p = 0.500" in text
+
+
+def test_renderings_are_compared_with_whole_ones_text_by_text() -> None:
+    texts = [f"{name} is here" for name in ("Ann", "Bob", "Cal", "Dee", "Eve", "Fay")]
+    # Streamed misses the first word of every text: no sign assignment does worse.
+    results = tuple(
+        scored("piper:joe", t, {"whole": t, "streamed": t.split(" ", 1)[1]}) for t in texts
+    )
+    report = IntelligibilityReport("piper:joe", "Whisper base", ("whole", "streamed"), results)
+    paired = report.against_whole()["streamed"]
+    assert (paired.total, paired.larger, paired.smaller) == (6, 6, 0)
+    assert paired.p == pytest.approx(2**-6)
+    alone = IntelligibilityReport("piper:joe", "Whisper base", ("streamed",), results)
+    assert alone.against_whole() == {} and "against whole" not in alone.format()
+    assert "against_whole" in alone.as_dict() and alone.as_dict()["against_whole"] == {}
 
 
 # A short reply without digits (the Japanese number readings are the normaliser's, heard on the

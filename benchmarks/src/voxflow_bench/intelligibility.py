@@ -81,6 +81,7 @@ from voxflow_bench import kana, whisper_model
 from voxflow_bench.corpus import Reply
 from voxflow_bench.edit_distance import edit_distance
 from voxflow_bench.prosody.render import reference_speaker, streamed_speaker
+from voxflow_bench.stats import PairedDifference
 from voxflow_bench.tokens import llm_tokens, paced
 
 __all__ = [
@@ -426,9 +427,23 @@ class IntelligibilityReport:
         word error rate of English, the kana character error rate of Japanese."""
         return self.errors(rendering) / max(1, self.units)
 
+    def against_whole(self) -> dict[str, PairedDifference]:
+        """Each rendering's errors against whole renderings', text by text (none without
+        whole renderings): whether a rendering is heard worse than whole, or only by chance
+        (a stream's timing moves its count by about ten kana a run)."""
+        if "whole" not in self.renderings:
+            return {}
+        whole = [s.heard["whole"].errors for s in self.sentences]
+        return {
+            r: PairedDifference.of([s.heard[r].errors for s in self.sentences], whole)
+            for r in self.renderings
+            if r != "whole"
+        }
+
     def as_dict(self) -> dict[str, object]:
         """As JSON: the rate under its metric's name (``wer``, ``cer``) and the reference's
-        size under its unit's (``words``, ``kana``)."""
+        size under its unit's (``words``, ``kana``); ``against_whole``: each rendering's
+        ``PairedDifference`` from whole renderings."""
         metric, unit = self.scoring.metric.lower(), self.scoring.unit
         return {
             "voice": self.voice,
@@ -439,6 +454,7 @@ class IntelligibilityReport:
             unit: self.units,
             metric: {r: round(self.rate(r), 4) for r in self.renderings},
             "errors": {r: self.errors(r) for r in self.renderings},
+            "against_whole": {r: d.as_dict() for r, d in self.against_whole().items()},
             "sentences": [
                 {
                     "reference": s.reference,
@@ -460,6 +476,17 @@ class IntelligibilityReport:
         lines += [
             f"  {r:<10} {self.rate(r):>6.3f} {self.errors(r):>7}  {RENDERING_HELP.get(r, '')}"
             for r in self.renderings
+        ]
+        paired = self.against_whole()
+        if paired:
+            lines.append(
+                f"  against whole, text by text ({len(self.sentences)} texts; p: one-sided "
+                "sign-flip test that chance gives as many errors more):"
+            )
+        lines += [
+            f"  {r:<10} {d.total:>+6} errors  worse in {d.larger}, better in {d.smaller}"
+            f"  p = {d.p:.3f}"
+            for r, d in paired.items()
         ]
         misheard = [s for s in self.sentences if any(h.errors for h in s.heard.values())]
         if misheard:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Distribution", "percentile", "ratio"]
+__all__ = ["Distribution", "PairedDifference", "percentile", "ratio"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -63,4 +63,44 @@ class Distribution:
             "p99": r(self.p99),
             "mean": r(self.mean),
             "max": r(self.max),
+        }
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """How much larger one count is than another over the same items (each reply's errors in
+    two renderings), and whether chance explains it: the one-sided sign-flip permutation
+    test. If the two are alike, each item's difference is as likely to have either sign;
+    ``p`` is the share of all ``2**n`` sign assignments to the ``n`` non-zero differences
+    whose total is at least the observed one. Exact: the totals are integers, so they are
+    counted one item at a time."""
+
+    total: int  # the sum of the differences
+    larger: int  # items where the first count is larger
+    smaller: int  # items where it is smaller
+    p: float
+
+    @classmethod
+    def of(cls, first: Sequence[int], second: Sequence[int]) -> PairedDifference:
+        if len(first) != len(second):
+            raise ValueError("the two counts must cover the same items")
+        diffs = [a - b for a, b in zip(first, second, strict=True)]
+        total = sum(diffs)
+        # How many sign assignments to the differences seen so far reach each total.
+        reach: dict[int, int] = {0: 1}
+        for size in (abs(d) for d in diffs if d):
+            grown: dict[int, int] = {}
+            for value, count in reach.items():
+                for signed in (value + size, value - size):
+                    grown[signed] = grown.get(signed, 0) + count
+            reach = grown
+        p = sum(count for value, count in reach.items() if value >= total) / sum(reach.values())
+        return cls(total, sum(d > 0 for d in diffs), sum(d < 0 for d in diffs), p)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "total": self.total,
+            "larger": self.larger,
+            "smaller": self.smaller,
+            "p": round(self.p, 4),
         }
