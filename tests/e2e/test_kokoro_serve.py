@@ -31,7 +31,7 @@ from tests.support.cartesia_sdk import S16_24K, sdk_connection
 from tests.support.serve_process import serve_process
 from tests.support.servers import free_port
 from tests.support.wyoming_messages import AudioChunk, Synthesize, SynthesizeVoice
-from voxflow.client import ContextResult, VoxflowClient, speak, stream_url
+from voxflow.client import ContextRecorder, ContextResult, VoxflowClient, speak, stream_url
 
 with warnings.catch_warnings():
     # The SDK probes websockets for a name it deprecated (InvalidStatusCode) when its speak
@@ -254,6 +254,39 @@ def test_a_japanese_lead_read_on_into_its_next_phrase_says_each_word_once(base_u
     said = "".join(text[start:end] for start, end in spans)
     assert said.startswith("はい") and said.count("会議室") == 1 and said.endswith("しました")
     starts = [w.start_ms for w in result.words]
+    assert starts == sorted(starts)
+
+
+def test_a_japanese_lead_streamed_as_tokens_says_each_word_once(base_url: str) -> None:
+    """LLM tokens at an LLM's pace: the lead (はい、来週の月曜日に) is cut before 会議室を is whole
+    and said as it is, then the rest of its sentence as a piece of its own. Every word is heard
+    once, in order, and the reply lasts about as long as it does sent whole (a lead heard
+    twice, or cut short, would not)."""
+    text = "はい、来週の月曜日に会議室を予約しました。"
+    tokens = [text[i : i + 2] for i in range(0, len(text), 2)]
+
+    async def body() -> tuple[ContextResult, ContextResult]:
+        async with VoxflowClient.connect(stream_url(base_url)) as client:
+            recorder = ContextRecorder("tokens")
+            await client.start("tokens", voice=ALPHA, output_format="pcm_24000", language="ja")
+            for token in tokens:
+                recorder.text_sent(await client.send_text("tokens", token))
+                await asyncio.sleep(0.02)  # an LLM's pace
+            await client.end("tokens")
+            streamed = await recorder.collect(client, stop_on_error=True)
+            whole = await speak(client, "whole", text, voice=ALPHA, language="ja")
+            return streamed, whole
+
+    streamed, whole = asyncio.run(asyncio.wait_for(body(), TIMEOUT_S))
+    assert streamed.errors == () and streamed.done is not None
+    _assert_speech(streamed.audio)
+    assert 0.8 < len(streamed.audio) / len(whole.audio) < 1.25
+    spans = [(w.char_start, w.char_end) for w in streamed.words]
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    said = "".join(text[start:end] for start, end in spans)
+    assert said.startswith("はい") and said.count("月曜日") == 1 and said.count("会議室") == 1
+    assert said.endswith("しました")
+    starts = [w.start_ms for w in streamed.words]
     assert starts == sorted(starts)
 
 
