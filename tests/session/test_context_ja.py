@@ -119,13 +119,12 @@ def test_a_japanese_lead_is_taken_over_by_its_whole_sentence() -> None:
 
 
 def test_a_lead_said_as_it_is_reads_on_into_the_next_phrase_that_has_arrived() -> None:
-    # Kokoro says a lead as it is: its text stage reads the next phrase's first word and
-    # particle too (their spoken form), so that the lead is planned as its sentence's start,
-    # not as a reply of its own.
+    # Kokoro says a lead as it is: its text stage reads the next phrase too (its spoken form),
+    # so that the lead is planned as its sentence's start, not as a reply of its own.
     context = _context(ALPHA)
     requests = context.add_text(REPLY, 0.0) + context.flush(0.0)
     assert [(r.text, r.lookahead) for r in requests] == [
-        (LEAD, "会議で"),  # one particle: で of では
+        (LEAD, "会議では、"),
         (REST, ""),
         (THIRD, ""),
         (LAST, ""),
@@ -141,23 +140,12 @@ def test_a_lead_said_as_it_is_reads_on_into_the_next_phrase_that_has_arrived() -
 
 def test_a_lead_reads_on_into_no_word_that_costs_more_than_a_lead() -> None:
     top = ChunkingConfig().lead_cost[1]  # type: ignore[index]
-    for kana, read_on in ((15, True), (16, False)):
-        word = "ア" * kana + "で"
-        assert (spoken_cost(word, TextLanguage.JAPANESE) <= top) is read_on
+    for kana, read_on in ((13, True), (15, False)):
+        phrase = "ア" * kana + "では、"
+        assert (spoken_cost(phrase, TextLanguage.JAPANESE) <= top) is read_on
         context = _context(ALPHA)
-        [lead, *_] = context.add_text(f"明日の14:30からの{word}はい、はい。", 0.0)
-        assert lead.text == LEAD and lead.lookahead == (word if read_on else "")
-
-
-def test_a_lead_reads_on_into_a_word_with_its_counter_okurigana_or_particle_only() -> None:
-    for phrase, read in (
-        ("2泊でお取りします", "二泊で"),
-        ("承りました", "承り"),
-        ("リンクを", "リンクを"),
-    ):
-        context = _context(ALPHA)
-        [lead, *_] = context.add_text(f"明日の14:30からの{phrase}、はい。", 0.0)
-        assert lead.text == LEAD and lead.lookahead == read
+        [lead, *_] = context.add_text(f"明日の14:30からの{phrase}はい。", 0.0)
+        assert lead.text == LEAD and lead.lookahead == (phrase if read_on else "")
 
 
 def test_an_english_voice_reads_the_same_text_as_english() -> None:

@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voxflow.text.boundaries import boundary_rules, next_word_end, reading_on_end, word_starts
+from voxflow.text.boundaries import boundary_rules, next_word_end, word_starts
 from voxflow.text.language import TextLanguage
 from voxflow.text.segment import ENGLISH_BOUNDARIES, find_boundaries
 from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
@@ -72,25 +72,3 @@ def test_the_next_word_end_is_a_boundary_of_the_whole_text_after_a_word(
     # The first such boundary: none between the word's first character and its end.
     first = start + len(text[start:]) - len(text[start:].lstrip())
     assert not any(first < pos < end for pos in boundaries)
-
-
-def test_a_lead_reads_on_into_the_next_english_word_and_a_japanese_phrases_first_word() -> None:
-    japanese, english = TextLanguage.JAPANESE, TextLanguage.ENGLISH
-    text = "はい、来週の月曜日に会議室を予約しました。"
-    assert text[3 : reading_on_end(text, 3, japanese, 100)] == "来週の"
-    reply = "ええ、そちらの商品はまだ在庫がございます。ほかに"
-    assert reply[12 : reading_on_end(reply, 12, japanese, 100)] == "在庫が"  # not ございます
-    assert reading_on_end("Sure, I can", 5, english, 100) == 7
-    # Only once the whole word (phrase) is confirmed, as ``next_word_end``.
-    assert reading_on_end("はい、来週の", 3, japanese, 100) is None
-    assert reading_on_end("はい、 来週の月", 3, japanese, 100) == 7  # whitespace skipped
-
-
-@given(st.text(alphabet=" あのを来週アー、。1", max_size=24), st.integers(0, 24))
-def test_what_a_japanese_lead_reads_on_into_starts_the_next_word(text: str, start: int) -> None:
-    stop = next_word_end(text, start, TextLanguage.JAPANESE, 100)
-    end = reading_on_end(text, start, TextLanguage.JAPANESE, 100)
-    if stop is None:
-        assert end is None
-        return
-    assert end is not None and start < end <= stop and text[start:end].strip()

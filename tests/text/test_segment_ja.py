@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voxflow.text.segment import Boundary, BoundaryKind, BoundaryScanner, find_boundaries
-from voxflow.text.segment_ja import JAPANESE_BOUNDARIES, leading_word_end
+from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
 
 S = BoundaryKind.SENTENCE
 C = BoundaryKind.CLAUSE
@@ -219,35 +219,3 @@ def test_sentence_at_end_is_what_a_japanese_word_would_confirm() -> None:
     assert at_end("はい、") is None
     assert at_end("確認します") is None
     assert at_end("1.") is None  # a list number
-
-
-@pytest.mark.parametrize(
-    ("phrase", "word"),
-    [
-        ("在庫がございます。", "在庫が"),  # a kanji run and one particle
-        ("確認いたしますので", "確認"),  # no particle: the word alone
-        ("現在倉庫で", "現在倉庫で"),
-        ("リンクをご登録の", "リンクを"),
-        ("承りました。", "承り"),  # a lone kanji keeps its okurigana
-        ("お近くの", "お近くの"),  # an honorific prefix goes with its word
-        ("ご依頼を", "ご依頼を"),
-        ("2泊で", "2泊で"),  # a number with its counter
-        ("4,320円で、", "4,320円で"),
-        ("1.5倍に", "1.5倍に"),
-        ("2026/12/3の", "2026"),
-        ("ABCの", "ABCの"),
-        ("すでに", "すでに"),  # all hiragana: the whole run
-        ("「はい」と", "「はい"),  # an opening bracket goes with its word
-        ("¥1,500の", "¥1,500の"),
-        ("お", "お"),
-        ("", ""),
-    ],
-)
-def test_a_phrases_first_word_is_told_from_the_script(phrase: str, word: str) -> None:
-    assert phrase[: leading_word_end(phrase)] == word
-
-
-@given(st.text(alphabet="あおごをア・ー漢字12A、。", max_size=12))
-def test_a_phrases_first_word_is_a_non_empty_prefix(phrase: str) -> None:
-    end = leading_word_end(phrase)
-    assert (0 < end <= len(phrase)) if phrase else end == 0

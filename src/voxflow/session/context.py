@@ -53,7 +53,7 @@ from voxflow.session.listener import ListenerClock
 from voxflow.session.markup import Cut, Markup, MarkupStep, Pause, Restyle, Written
 from voxflow.session.pieces import PieceText, split_spoken, switch_points
 from voxflow.session.timings import word_timings
-from voxflow.text.boundaries import reading_on_end
+from voxflow.text.boundaries import next_word_end
 from voxflow.text.buffer import TextBuffer
 from voxflow.text.chunking import ChunkingConfig, Segment, SegmentEnd, every_sentence
 from voxflow.text.language import TextLanguage
@@ -404,14 +404,13 @@ class Context:
 
     def _lookahead(self, end: int) -> str:
         """What a lead that ends at ``end`` and is said as it is reads on into: the spoken form
-        of the next written word (a Japanese phrase's first word and particle:
-        ``reading_on_end``), so that the lead is planned as the start of its sentence. Nothing
-        when the text that has arrived does not hold the whole phrase, or when that word would
-        cost the lead's text stage more than the lead window's top (that stage is what the
-        listener waits for)."""
+        of the next written word (a Japanese phrase), so that the lead is planned as the start
+        of its sentence. Nothing when the text that has arrived does not hold that word whole,
+        or when it would cost the lead's text stage more than the lead window's top (that
+        stage is what the listener waits for)."""
         window = self.buffer.config.leads
         language = self.options.language
-        stop = reading_on_end(self.text, end, language, self._piece_chars(FIRST_PIECE_CHARS))
+        stop = next_word_end(self.text, end, language, self._piece_chars(FIRST_PIECE_CHARS))
         if window is None or stop is None:
             return ""
         written = self.text[end:stop]

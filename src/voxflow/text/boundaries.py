@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from voxflow.text.language import TextLanguage
 from voxflow.text.segment import ENGLISH_BOUNDARIES, BoundaryRules, find_boundaries
-from voxflow.text.segment_ja import JAPANESE_BOUNDARIES, leading_word_end
+from voxflow.text.segment_ja import JAPANESE_BOUNDARIES
 
-__all__ = ["boundary_rules", "next_word_end", "reading_on_end", "skip_space", "word_starts"]
+__all__ = ["boundary_rules", "next_word_end", "skip_space", "word_starts"]
 
 _RULES: dict[TextLanguage, BoundaryRules] = {
     TextLanguage.ENGLISH: ENGLISH_BOUNDARIES,
@@ -47,20 +47,6 @@ def next_word_end(text: str, start: int, language: TextLanguage, limit: int) -> 
         if window[: boundary.pos].strip():
             return start + boundary.pos
     return None
-
-
-def reading_on_end(text: str, start: int, language: TextLanguage, limit: int) -> int | None:
-    """Where the text a lead that ends at ``start`` reads on into ends (``voxflow.engines.
-    lookahead``), once ``next_word_end`` confirms the next written word whole: that word in
-    English; in Japanese, the next phrase's first word and particle (``leading_word_end``),
-    since what follows them tells the text stage no more that the sentence goes on, and a
-    long phrase would cost it as much again (17 phonemes a phrase against 9 at the median of
-    the benchmarks' first segments, and 5 for an English word). None as ``next_word_end``."""
-    stop = next_word_end(text, start, language, limit)
-    if stop is None or language is not TextLanguage.JAPANESE:
-        return stop
-    first = skip_space(text, start)
-    return first + leading_word_end(text[first:stop])
 
 
 def skip_space(text: str, position: int) -> int:

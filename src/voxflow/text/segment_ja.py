@@ -63,7 +63,7 @@ from voxflow.text.segment import (
     terminator_span,
 )
 
-__all__ = ["JAPANESE_BOUNDARIES", "is_hiragana", "is_kanji", "is_katakana", "leading_word_end"]
+__all__ = ["JAPANESE_BOUNDARIES", "is_hiragana", "is_kanji", "is_katakana"]
 
 _PERIODS = frozenset(".．")
 _TERMINATORS = frozenset("。｡！？!?…‥.．")
@@ -125,62 +125,6 @@ def _starts_word(char: str) -> bool:
     if char in _WORD_MARKS:
         return False
     return is_kanji(char) or is_katakana(char) or _is_latin_or_digit(char) or char in _OPENERS
-
-
-def leading_word_end(phrase: str) -> int:
-    """How many characters of ``phrase`` (a bunsetsu: a word and its particles or endings) its
-    first word takes, told from the script as the boundaries are: an honorific prefix (``お``,
-    ``ご``) before another script with what follows it, then a run of one script (kanji,
-    katakana, Latin letters and digits, hiragana, or other marks), with the brackets or signs
-    that open it (``「``, ``¥``); a lone kanji keeps one
-    hiragana after it, its okurigana (``承り``, ``申し``), and a number its counter (``2泊``,
-    ``4,320円``); then one particle, if one follows (``は が を に で の と も へ や か``).
-    ``現在倉庫で`` is ``現在倉庫で``, ``在庫がございます`` is ``在庫が``, ``リンクをご登録の`` is
-    ``リンクを``, ``確認いたします`` is ``確認``. 0 for an empty phrase; never more than its
-    length."""
-    start = 0
-    while start < len(phrase) - 1 and _script(phrase[start]) == "other":
-        start += 1  # an opening bracket or a sign goes with the word it opens (「はい」, ¥1)
-    last = len(phrase) - 1
-    if start < last and phrase[start] in _PREFIXES and not is_hiragana(phrase[start + 1]):
-        start += 1
-    if start > last:
-        return len(phrase)
-    script = _script(phrase[start])
-    end = start + 1
-    while end < len(phrase) and (_script(phrase[end]) == script or _inside_number(phrase, end)):
-        end += 1
-    if end < len(phrase):
-        if script == "kanji" and end == start + 1 and is_hiragana(phrase[end]):
-            end += 1
-        elif _is_digit(phrase[end - 1]) and is_kanji(phrase[end]):
-            end += 1  # a number's counter is read with it (2泊 にはく, 3日 みっか)
-    if end < len(phrase) and script != "hiragana" and phrase[end] in _PARTICLES:
-        end += 1
-    return end
-
-
-def _inside_number(text: str, pos: int) -> bool:
-    """Whether ``text[pos]`` is a digit group's separator or a decimal point between two digits
-    (4,320 / 1.5)."""
-    return (
-        text[pos] in ",.，．"
-        and 0 < pos < len(text) - 1
-        and _is_digit(text[pos - 1])
-        and _is_digit(text[pos + 1])
-    )
-
-
-def _script(char: str) -> str:
-    if is_kanji(char):
-        return "kanji"
-    if is_katakana(char):
-        return "katakana"
-    if is_hiragana(char):
-        return "hiragana"
-    if _is_latin_or_digit(char):
-        return "latin"
-    return "other"
 
 
 def _scan(text: str, lo: int) -> list[Boundary]:
