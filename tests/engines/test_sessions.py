@@ -55,7 +55,8 @@ def test_the_optimized_graph_is_kept_and_the_next_session_is_made_from_it(tmp_pa
     kept = tmp_path / "splits" / "tiny.stage.1t.onnx"
     plain = _run(cpu_session(_model(1.0), 1))
     np.testing.assert_array_equal(_run(cpu_session(_model(1.0), 1, kept)), plain)
-    assert sorted(p.name for p in kept.parent.iterdir()) == [kept.name]  # no temporary left
+    # No temporary left: the file, and the lock it was made under (split_cache.made_once).
+    assert sorted(p.name for p in kept.parent.iterdir()) == [f".{kept.name}.lock", kept.name]
     onnx.checker.check_model(onnx.load(kept))
     np.testing.assert_array_equal(_run(cpu_session(_model(1.0), 1, kept)), plain)
     # Made from the kept file, not from the model handed over: another graph kept there is the

@@ -15,7 +15,7 @@ import pytest
 
 from voxflow.cli.serve import add_serve_parser, kokoro_overrides
 from voxflow.config import ServerSettings
-from voxflow.engines import graph_split, split_cache
+from voxflow.engines import graph_split, sessions, split_cache
 from voxflow.engines.base import VoiceSettings
 from voxflow.engines.graph_split import SplitModel, split_piper_model
 from voxflow.engines.piper import EngineSettings, PiperEngine
@@ -60,7 +60,12 @@ def _get(cache: SplitCache, source: Path, cutter: Cutter) -> Cut:
 
 
 def _files(cache: SplitCache) -> list[Path]:
-    return sorted(cache.directory.iterdir())
+    """The cache's files, without the locks of their making (``_locks``)."""
+    return sorted(f for f in cache.directory.iterdir() if f.suffix != ".lock")
+
+
+def _locks(cache: SplitCache) -> list[str]:
+    return sorted(f.name for f in cache.directory.iterdir() if f.suffix == ".lock")
 
 
 def test_a_cut_is_kept_and_read_back_as_it_was_made(tmp_path: Path, source: Path) -> None:
@@ -70,6 +75,8 @@ def test_a_cut_is_kept_and_read_back_as_it_was_made(tmp_path: Path, source: Path
     assert made == Cut(b"xyz", bytes(range(256)) * 4, 1027, True)
     (kept,) = _files(cache)  # one file, no temporary left beside it
     assert kept.suffix == ".split"
+    (lock,) = _locks(cache)  # the lock it was made under: empty, and kept
+    assert lock == f".{kept.name}.lock" and (cache.directory / lock).stat().st_size == 0
     assert _get(cache, source, cutter) == made
     assert _get(SplitCache(tmp_path / "splits"), source, cutter) == made  # another process's
     assert cutter.calls == 1
@@ -170,6 +177,63 @@ def test_processes_that_start_together_each_read_a_whole_cut(tmp_path: Path, sou
         thread.join()
     assert len(results) == 8 and len(set(results)) == 1
     assert len(_files(cache)) == 1
+
+
+def test_processes_that_start_together_cut_once(tmp_path: Path, source: Path) -> None:
+    # The first to find no cut makes it; one that finds none while it does waits for its lock
+    # and reads its file, rather than cutting the model a second time beside it.
+    cache = SplitCache(tmp_path / "splits")
+    cutting, finish = threading.Event(), threading.Event()
+    first, second = Cutter(source), Cutter(source)
+
+    def slow() -> Cut:
+        cutting.set()
+        assert finish.wait(10)
+        return first()
+
+    results: dict[str, Cut] = {}
+    one = threading.Thread(
+        target=lambda: results.update(one=cache.get(Cut, [source], [split_cache], slow).value)
+    )
+    one.start()
+    assert cutting.wait(10)
+    other = threading.Thread(target=lambda: results.update(other=_get(cache, source, second)))
+    other.start()
+    other.join(0.2)
+    assert other.is_alive()  # waiting for the lock, not cutting
+    finish.set()
+    one.join()
+    other.join()
+    assert first.calls == 1 and second.calls == 0
+    assert results["one"] == results["other"]
+    assert len(_files(cache)) == 1
+
+
+def test_a_model_optimized_by_another_process_is_read_not_optimized_again(
+    tmp_path: Path, registry: VoiceRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A process that finds no optimized stage waits for the one making it: the stage is
+    # optimized once (each of the three stages, for one thread and for two).
+    cache = SplitCache(tmp_path / "splits")
+    made: list[Path] = []
+    optimize = sessions._optimized_session
+
+    def counted(model: bytes, threads: int, optimized: Path) -> object:
+        made.append(optimized)
+        return optimize(model, threads, optimized)
+
+    monkeypatch.setattr(sessions, "_optimized_session", counted)
+    settings = EngineSettings(split_cache=cache)
+    loads = [
+        threading.Thread(target=lambda: PiperEngine(registry, settings).load("joe"))
+        for _ in range(3)
+    ]
+    for load in loads:
+        load.start()
+    for load in loads:
+        load.join()
+    assert len(made) == 6 and len(set(made)) == 6
+    assert [f.suffix for f in _files(cache)].count(".onnx") == 6
 
 
 def test_the_setting_names_the_directory() -> None:

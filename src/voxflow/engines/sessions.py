@@ -22,7 +22,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import (
     RuntimeException,
 )
 
-from voxflow.engines.split_cache import written_whole
+from voxflow.engines.split_cache import made_once, written_whole
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +41,28 @@ def cpu_session(model: bytes, threads: int, optimized: Path | None = None) -> or
     bundled voice's three stages); absent, the session is made from ``model`` and the optimized
     graph written there, under a temporary name then renamed. A file that does not load is
     logged and made again; a directory that cannot be written costs nothing but the time."""
-    if optimized is not None:
-        if optimized.exists():
-            options = session_options(threads)
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            try:
-                return ort.InferenceSession(
-                    str(optimized), options, providers=["CPUExecutionProvider"]
-                )
-            except (*_UNLOADABLE, OSError) as error:
-                log.warning(
-                    "split cache: %s does not load (%s); optimizing again", optimized, error
-                )
-        return _optimized_session(model, threads, optimized)
-    return ort.InferenceSession(model, session_options(threads), providers=["CPUExecutionProvider"])
+    if optimized is None:
+        return ort.InferenceSession(
+            model, session_options(threads), providers=["CPUExecutionProvider"]
+        )
+    if not optimized.exists():
+        with made_once(optimized):
+            if not optimized.exists():  # not optimized by another process while this one waited
+                return _optimized_session(model, threads, optimized)
+    found = _kept_session(optimized, threads)
+    return found if found is not None else _optimized_session(model, threads, optimized)
+
+
+def _kept_session(optimized: Path, threads: int) -> ort.InferenceSession | None:
+    """A session of the optimized graph kept at ``optimized``, made with no optimization; None
+    where it does not load (logged)."""
+    options = session_options(threads)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        return ort.InferenceSession(str(optimized), options, providers=["CPUExecutionProvider"])
+    except (*_UNLOADABLE, OSError) as error:
+        log.warning("split cache: %s does not load (%s); optimizing again", optimized, error)
+    return None
 
 
 def session_options(threads: int) -> ort.SessionOptions:
