@@ -143,15 +143,15 @@ fleet-tools:
 			--no-install-recommends nginx redis-server >/dev/null; \
 	fi
 
-# Three pytest workers (pytest-xdist) on 2 cores, each taking whole files (--dist loadfile), so
-# that a module's fixtures (the bench's and the soak's servers) are set up once. Much of the
-# suite waits on real time, sockets and subprocesses (the calls bench plays its audio, the fleet
-# and the Kokoro server run in processes of their own): with two workers the cores were busy
-# 1.78 of 2, and a third fills that (pytest 377 s against 417 s here; four took 392 s, and the
-# demo page's render-ahead test failed, the in-process server starved). The files go out in
-# collection order, the long ones first (tests/conftest.py), not xdist's default order by
-# number of tests, which left the one-test files of 20 s for the end. The tests hold on a busy
-# machine, which the other workers make this one. PYTEST_WORKERS=0: one process.
+# Two pytest workers (pytest-xdist), each taking whole files (--dist loadfile), so that a
+# module's fixtures (the bench's and the soak's servers) are set up once: about half the wall
+# time on 2 cores, as much of the suite waits on timeouts, sockets and subprocesses. The files
+# go out in collection order, the long ones first (tests/conftest.py), not xdist's default
+# order by number of tests, which left the one-test files of 20 s for the end. The tests
+# hold on a busy machine, which the other worker makes this one. PYTEST_WORKERS=0: one process.
+# Not three: from a clean clone pytest took 413 to 434 s with three (six runs), 413 to 450 s
+# with two (three), and the demo page's render-ahead test failed in one of the six (its
+# in-process server starved of CPU; with four workers too).
 # PYTHONDONTWRITEBYTECODE is cleared for the run: where the environment sets it (container
 # images often do), nothing is ever cached, so every run compiles every module again, in each
 # worker and in each `voxflow serve` the tests start, and pytest rewrites every test module's
@@ -160,7 +160,7 @@ fleet-tools:
 # (docs/operations.md) of the engines and `voxflow serve` processes the tests start lives in the
 # venv, not in the caller's home; the model is cut and optimized once, not once a server (0.5 s
 # of CPU each). The in-process test servers share their worker's engine (served_engine).
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 unit: install-dev kokoro-voices browser fleet-tools
 	PYTHONDONTWRITEBYTECODE= XDG_CACHE_HOME=$(abspath $(VENV))/cache \
 		$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
