@@ -8,9 +8,11 @@ PORT ?= 8000
 .PHONY: serve test install install-dev install-bench install-kokoro kokoro-voices browser lint typecheck unit clean peer kokoro-peer soak
 
 # The venv's packages are installed by uv (from PyPI, pinned here): the dev install takes about
-# 17 s with it where pip took 56 s on 2 cores (make test's whole run has 6 minutes).
+# 17 s with it where pip took 56 s on 2 cores (make test's whole run has 6 minutes). Compiled
+# at install, as pip does: left to the first import, each test worker (or the first `voxflow
+# serve`) compiles what it imports, both workers at once (make test's pytest took 8 s longer).
 UV_VERSION := 0.13.9
-INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python
+INSTALL := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
 
 $(BIN)/python:
 	@echo "creating $(VENV) (a virtualenv for voxflow, with $(PYTHON))"
@@ -30,9 +32,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 BENCH_EXTRAS := intelligibility
 $(VENV)/.installed-dev: pyproject.toml benchmarks/pyproject.toml | $(BIN)/python
 	@echo "installing voxflow, the bundled voice, the benchmarks and the dev tools into $(VENV)..."
-	@# Compiled here, once: left to the first import, each test worker compiles what it
-	@# imports, both at once (make test's pytest took 8 s longer, its whole run no less).
-	$(INSTALL) --compile-bytecode -e '.[dev]' -e './benchmarks[$(BENCH_EXTRAS)]'
+	$(INSTALL) -e '.[dev]' -e './benchmarks[$(BENCH_EXTRAS)]'
 	touch $@ $(VENV)/.installed $(VENV)/.installed-kokoro $(VENV)/.installed-bench
 
 $(VENV)/.installed-kokoro: pyproject.toml | $(BIN)/python
